@@ -1,0 +1,198 @@
+"""The ``conform`` command line.
+
+Exit codes: 0 every selected test passed, 1 some test did not, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import click
+
+STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="stablehlo-conform")
+def main() -> None:
+    """StableHLO conformance: run test programs, compare backends."""
+
+
+def _matches(rec_id: str, pattern: str | None) -> bool:
+    if not pattern:
+        return True
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatch(rec_id, pattern) or fnmatch.fnmatch(rec_id, f"*{pattern}*")
+    return pattern in rec_id
+
+
+class _Progress:
+    def __init__(self, total_files: int, enabled: bool):
+        self.total = total_files
+        self.enabled = enabled
+        self.counts: Counter = Counter()
+        self.files_done = 0
+        self.last = 0.0
+
+    def update(self, rec: dict) -> None:
+        self.counts[rec["status"]] += 1
+        if self.enabled and time.monotonic() - self.last > 0.2:
+            self.last = time.monotonic()
+            parts = " ".join(f"{s}={self.counts[s]}" for s in STATUSES if self.counts[s])
+            sys.stderr.write(f"\r\x1b[K{sum(self.counts.values())} tests  {parts}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _print_result_line(rec: dict) -> None:
+    if rec["status"] == "pass":
+        return
+    msg = (rec.get("message") or "").strip()
+    first, *rest = msg.splitlines() or [""]
+    click.echo(f"{rec['status'].upper():<11} {rec['id']}: {first}")
+    for line in rest[:6]:
+        click.echo(f"            {line}")
+
+
+def summarize(results: list[dict]) -> dict:
+    counts = Counter(r["status"] for r in results)
+    return {"total": len(results), **{s: counts.get(s, 0) for s in STATUSES}}
+
+
+def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
+    table: dict[str, Counter] = defaultdict(Counter)
+    for r in results:
+        table[r.get("family") or "other"][r["status"]] += 1
+    return sorted(table.items())
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("-k", "pattern", help="Only tests whose id contains PATTERN (or matches a glob).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write all results as JSON.")
+@click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False),
+              help="Stream results as JSON lines while running.")
+@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
+              help="Worker processes.")
+@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
+@click.option("--backend", default="numpy", show_default=True, help="Backend that runs the tests.")
+@click.option("--by-op", is_flag=True, help="Print a pass table per op family.")
+@click.option("--max-memory", type=float, default=None,
+              help="Memory budget per op result, in MiB (default: a quarter of RAM).")
+@click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
+def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, quiet):
+    """Run every test in PATHS (files or folders, recursive)."""
+    from .harness.cases import Options, discover
+    from .harness.runner import Runner
+
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
+    files = discover(list(paths))
+    if not files:
+        raise click.UsageError("no .mlir / bytecode files found")
+    opts = Options(backend=backend, timeout=timeout or None, max_bytes=_memory_budget(max_memory))
+    if backend != "numpy":
+        from .harness.backends import BackendUnavailable, available
+
+        if backend not in available():
+            raise click.UsageError(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
+        del BackendUnavailable
+    progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
+    stream = open(jsonl_path, "w") if jsonl_path else None
+    selected: list[dict] = []
+
+    def on_result(rec: dict) -> None:
+        if not _matches(rec["id"], pattern) and not rec["id"].endswith(">"):
+            return
+        if pattern and rec["id"].endswith(">") and rec["status"] == "pass":
+            return
+        selected.append(rec)
+        progress.update(rec)
+        if stream:
+            stream.write(json.dumps(rec) + "\n")
+            stream.flush()
+        if not quiet:
+            progress.close() if progress.enabled else None
+            _print_result_line(rec)
+
+    t0 = time.monotonic()
+    try:
+        Runner(opts, jobs=jobs, on_result=on_result).run(files)
+    except KeyboardInterrupt:
+        click.echo("interrupted: results so far are kept", err=True)
+    finally:
+        progress.close()
+        if stream:
+            stream.close()
+    wall = time.monotonic() - t0
+    summary = summarize(selected)
+    if by_op:
+        click.echo(f"\n{'op family':<40} {'pass':>6} {'fail':>6} {'other':>6}")
+        for fam, c in by_op_table(selected):
+            other = sum(c.values()) - c["pass"] - c["fail"]
+            click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
+    parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
+    click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
+    if json_path:
+        doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
+               "results": selected}
+        Path(json_path).write_text(json.dumps(doc, indent=1))
+    ok = summary["total"] > 0 and summary["pass"] == summary["total"]
+    sys.exit(0 if ok else 1)
+
+
+def _memory_budget(mib: float | None) -> int | None:
+    if mib is not None:
+        return int(mib * 2**20) if mib > 0 else None
+    try:
+        import os
+
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return total // 4
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return None
+
+
+@main.command()
+@click.option("--dialect", "dialects", multiple=True, default=("stablehlo", "chlo"), show_default=True)
+@click.option("--missing", is_flag=True, help="Only ops without a kernel.")
+def ops(dialects, missing):
+    """List the ops the bindings register, with kernel yes/no."""
+    from . import frontend
+    from .kernels.registry import load_all
+
+    reg = load_all()
+    total = have = 0
+    for d in dialects:
+        names = frontend.registered_ops(d)
+        for n in names:
+            ok = n in reg
+            total += 1
+            have += ok
+            if missing and ok:
+                continue
+            click.echo(f"{n:<45} {'yes' if ok else 'no'}")
+    click.echo(f"\n{have}/{total} ops have a kernel")
+
+
+@main.command()
+def backends():
+    """List the backends that are installed."""
+    from .harness.backends import available
+
+    for name, where in sorted(available().items()):
+        click.echo(f"{name:<12} {where}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,162 @@
+"""Dtype-aware comparison of tensors.
+
+Integers, booleans: exact. Floats: NaN equals NaN, infinities and signed
+zeros exact, otherwise within a ULP budget of the element type; ULP distance
+treats subnormals the way the official ``check.expect_close`` does (rounded
+to zero or the smallest normal, since backends may flush them). Complex:
+per component.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from . import types as T
+
+# default ULP budgets per element type for comparisons between backends
+DEFAULT_ULP = {"f64": 4, "f32": 4, "f16": 2, "bf16": 2, "complex<f32>": 4, "complex<f64>": 4}
+
+
+def _float_info(dtype: np.dtype):
+    if dtype in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
+        return np.finfo(dtype)
+    return ml_dtypes.finfo(dtype)
+
+
+def _bit_width(dtype: np.dtype) -> int:
+    return _float_info(dtype).bits
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise ULP distance between two float arrays of one dtype
+    (as uint64; NaN vs NaN is 0, NaN vs number is the maximum)."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if np.iscomplexobj(a):
+        return np.maximum(ulp_distance(a.real, b.real), ulp_distance(a.imag, b.imag))
+    dt = a.dtype
+    info = _float_info(dt)
+    bits = _bit_width(dt)
+    signed = not (dt == np.dtype(ml_dtypes.float8_e8m0fnu))
+    ab = T.to_bits(a).astype(np.uint64)
+    bb = T.to_bits(b).astype(np.uint64)
+    mask = np.uint64((1 << bits) - 1)
+    ab &= mask
+    bb &= mask
+    if signed:
+        sign = np.uint64(1 << (bits - 1))
+        na, nb = (ab & sign) != 0, (bb & sign) != 0
+        ma, mb = ab & ~sign, bb & ~sign
+    else:
+        na = nb = np.zeros(a.shape, bool)
+        ma, mb = ab, bb
+    ma = ma.astype(np.int64)
+    mb = mb.astype(np.int64)
+    fa = np.isfinite(a.astype(np.float64))
+    fb = np.isfinite(b.astype(np.float64))
+    both_finite = fa & fb
+    tiny = np.array([info.smallest_normal], dtype=dt)
+    z = int(T.to_bits(tiny).astype(np.int64)[0]) - 1
+    if z > 0:
+        def squash(m):
+            return np.where(m > z, m - z, np.where(2 * m < z, 0, 1))
+        ma = np.where(both_finite, squash(ma), ma)
+        mb = np.where(both_finite, squash(mb), mb)
+    diff_sign = na != nb
+    dist = np.where(both_finite & diff_sign, ma + mb, np.abs(ma - mb)).astype(np.uint64)
+    an = np.isnan(a.astype(np.float64))
+    bn = np.isnan(b.astype(np.float64))
+    dist = np.where(an & bn, np.uint64(0), dist)
+    dist = np.where(an ^ bn, np.uint64(np.iinfo(np.uint64).max), dist)
+    return dist
+
+
+@dataclass
+class Mismatch:
+    index: tuple
+    actual: object
+    expected: object
+    ulp: int | None
+    count: int
+    total: int
+    max_ulp: int | None = None
+    max_abs: float | None = None
+
+    def describe(self) -> str:
+        s = (f"{self.count}/{self.total} elements differ; first at index {list(self.index)}: "
+             f"actual {self.actual!r}, expected {self.expected!r}")
+        if self.ulp is not None:
+            s += f" ({self.ulp} ULP)"
+        if self.max_ulp is not None:
+            s += f"; max {self.max_ulp} ULP"
+        if self.max_abs is not None:
+            s += f", max abs diff {self.max_abs:.3g}"
+        return s
+
+
+def _scalar(x):
+    x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return complex(x)
+    if x.dtype.kind == "f" or x.dtype.name in ("bfloat16",) or x.dtype.kind == "V":
+        return float(x.astype(np.float64))
+    try:
+        return x.item() if x.dtype.kind in "biu" else float(x.astype(np.float64))
+    except Exception:
+        return str(x)
+
+
+def is_float_dtype(dt: np.dtype) -> bool:
+    return dt.kind in "fc" or dt.name.startswith(("float", "bfloat"))
+
+
+def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0,
+            atol: float | None = None, exact_bits: bool = False) -> Mismatch | None:
+    """None when equal within the budget, else the first mismatch.
+
+    ``max_ulp`` bounds the ULP distance of floats; ``atol`` (if given) accepts
+    elements whose absolute difference is within it instead.
+    """
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    if actual.shape != expected.shape:
+        return Mismatch((), f"shape {actual.shape}", f"shape {expected.shape}", None, 1, 1)
+    if actual.dtype != expected.dtype:
+        return Mismatch((), f"dtype {actual.dtype}", f"dtype {expected.dtype}", None, 1, 1)
+    total = actual.size
+    ulp = None
+    if is_float_dtype(actual.dtype):
+        if exact_bits:
+            bad = T.to_bits(actual) != T.to_bits(expected)
+        else:
+            ulp = ulp_distance(actual, expected)
+            bad = ulp > np.uint64(max_ulp or 0)
+            # signed zeros and infinities compare exactly
+            if atol is not None:
+                a64 = actual.astype(np.complex128 if actual.dtype.kind == "c" else np.float64)
+                e64 = expected.astype(a64.dtype)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    near = np.abs(a64 - e64) <= atol
+                nan_same = np.isnan(a64) & np.isnan(e64) if a64.dtype.kind == "f" else (
+                    np.isnan(a64) == np.isnan(e64)) & np.isnan(a64)
+                bad = ~(near | nan_same | (a64 == e64))
+    else:
+        bad = actual != expected
+    if not np.any(bad):
+        return None
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    m = Mismatch(idx, _scalar(actual[idx]), _scalar(expected[idx]),
+                 int(ulp[idx]) if ulp is not None and ulp[idx] != np.iinfo(np.uint64).max else None,
+                 int(np.count_nonzero(bad)), int(total))
+    if ulp is not None:
+        finite = ulp[ulp != np.iinfo(np.uint64).max]
+        m.max_ulp = int(finite.max()) if finite.size else None
+    if actual.dtype.kind in "fc" or is_float_dtype(actual.dtype):
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.abs(actual.astype(np.complex128) - expected.astype(np.complex128))
+        d = d[np.isfinite(d)]
+        m.max_abs = float(d.max()) if d.size else None
+    return m

@@ -1,0 +1,273 @@
+"""The engine: runs program functions on NumPy values.
+
+One dispatch loop. Values live in a flat slot dictionary per function call
+(value ids are unique within a module, so nested regions write their block
+arguments and results into the same dictionary and can read values defined
+above them). Region bodies become Python callables handed to kernels.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import types as T
+from .errors import ConformError, KernelError, ResourceError, Timeout, UnsupportedOp
+from .kernels.registry import Registry, load_all
+from .program import Func, Module, Op, Region
+
+TERMINATORS = frozenset({"func.return", "stablehlo.return", "chlo.return", "mhlo.return",
+                         "scf.yield", "tensor.yield", "shape.assuming_yield"})
+
+
+class OpContext:
+    """What a kernel sees of its op: attributes, types, regions, engine."""
+
+    __slots__ = ("op", "engine")
+
+    def __init__(self, op: Op, engine: "Engine"):
+        self.op = op
+        self.engine = engine
+
+    # attributes and types --------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return self.op.attrs
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.op.attrs.get(name, default)
+
+    @property
+    def loc(self):
+        return self.op.loc
+
+    @property
+    def result_types(self) -> tuple:
+        return self.op.result_types
+
+    @property
+    def operand_types(self) -> tuple:
+        return self.op.operand_types
+
+    def result_type(self, i: int = 0):
+        return self.op.result_types[i]
+
+    def operand_type(self, i: int = 0):
+        return self.op.operand_types[i]
+
+    def result_dtype(self, i: int = 0) -> np.dtype:
+        return self.op.result_types[i].dtype
+
+    def result_element(self, i: int = 0):
+        return self.op.result_types[i].element
+
+    def result_shape(self, i: int = 0) -> tuple:
+        return self.op.result_types[i].shape
+
+    @property
+    def num_results(self) -> int:
+        return len(self.op.results)
+
+    # regions ---------------------------------------------------------
+    def region(self, i: int = 0, lanes: bool = False) -> Callable[..., tuple]:
+        """Region ``i`` as a callable ``f(*block_args) -> tuple``.
+
+        With ``lanes=True`` the body may be fed arrays of any shape in place of
+        its rank-0 arguments (element-wise evaluation of many bodies at once);
+        result shapes are then not checked against the declared types.
+        """
+        reg = self.op.regions[i]
+        eng = self.engine
+        env = eng.current_env
+
+        def run(*args: Any) -> tuple:
+            return eng.run_region(reg, args, env, lanes=lanes)
+
+        return run
+
+    @property
+    def num_regions(self) -> int:
+        return len(self.op.regions)
+
+    def region_ops(self, i: int = 0) -> list[str]:
+        """Op names of region ``i``'s first block (for fast-path detection)."""
+        return [o.name for o in self.op.regions[i].blocks[0].ops]
+
+    def call(self, fname: str, *args: Any) -> tuple:
+        return self.engine.call(fname, args)
+
+    def unsupported(self, detail: str) -> UnsupportedOp:
+        return UnsupportedOp(self.op.name, detail, str(self.op.loc))
+
+
+class Engine:
+    """Executes the functions of one module."""
+
+    def __init__(
+        self,
+        module: Module,
+        registry: Registry | None = None,
+        *,
+        deadline: float | None = None,
+        max_bytes: int | None = None,
+        profile: dict | None = None,
+        probe_dir: str | None = None,
+        process: Any = None,
+        io: Any = None,
+    ):
+        self.module = module
+        self.registry = registry if registry is not None else load_all()
+        self.deadline = deadline
+        self.max_bytes = max_bytes
+        self.profile = profile
+        self.probe_dir = probe_dir
+        self.process = process  # collectives: the process this engine runs as
+        self.io = io  # infeed/outfeed queues, printed output sink
+        self.checks: list[tuple[bool, str, str]] = []
+        self.current_env: dict[int, Any] = {}
+        self.depth = 0
+        self.trace: Callable[[Op, Sequence, tuple], None] | None = None
+        self.state: dict[str, Any] = {}  # per-run state for kernels (probes, rng, ...)
+
+    # calls -----------------------------------------------------------
+    def func(self, name: str) -> Func:
+        f = self.module.funcs.get(name)
+        if f is None:
+            raise ConformError(f"no function @{name} in module")
+        return f
+
+    def call(self, name: str, args: Sequence[Any]) -> tuple:
+        f = self.func(name)
+        if len(args) != len(f.param_types):
+            raise ConformError(f"@{name} takes {len(f.param_types)} arguments, got {len(args)}")
+        self.depth += 1
+        if self.depth > 500:
+            raise ConformError(f"call depth exceeded calling @{name}")
+        saved = self.current_env
+        try:
+            env: dict[int, Any] = {}
+            return self.run_region(f.body, tuple(args), env)
+        finally:
+            self.current_env = saved
+            self.depth -= 1
+
+    # regions ---------------------------------------------------------
+    def run_region(self, region: Region, args: Sequence[Any], env: dict, lanes: bool = False) -> tuple:
+        saved = self.current_env
+        self.current_env = env
+        try:
+            block_index = 0
+            blocks = region.blocks
+            while True:
+                block = blocks[block_index]
+                for vid, a in zip(block.args, args):
+                    env[vid] = a
+                out = self._run_ops(block.ops, env, lanes)
+                if out[0] == "return":
+                    return out[1]
+                block_index, args = out[1], out[2]
+        finally:
+            self.current_env = saved
+
+    def _run_ops(self, ops: Sequence[Op], env: dict, lanes: bool):
+        registry = self.registry
+        deadline = self.deadline
+        profile = self.profile
+        trace = self.trace
+        for op in ops:
+            name = op.name
+            if deadline is not None and time.monotonic() > deadline:
+                raise Timeout(f"timed out at {name} ({op.loc})")
+            if name in TERMINATORS:
+                return ("return", tuple(env[v] for v in op.operands))
+            if name == "cf.br":
+                return ("branch", op.successors[0], tuple(env[v] for v in op.operands))
+            if name == "cf.cond_br":
+                return self._cond_br(op, env)
+            args = [env[v] for v in op.operands]
+            if name == "func.call":
+                results = self.call(op.attrs["callee"].name, args)
+            else:
+                fn = registry.lookup(name)
+                if fn is None:
+                    raise UnsupportedOp(name, loc=str(op.loc))
+                if self.max_bytes is not None:
+                    self._guard_memory(op)
+                t0 = time.perf_counter() if profile is not None else 0.0
+                try:
+                    results = fn(OpContext(op, self), *args)
+                except ConformError:
+                    raise
+                except RecursionError:
+                    raise KernelError(name, str(op.loc), "recursion too deep") from None
+                except MemoryError:
+                    raise ResourceError(f"{name} at {op.loc}: out of memory") from None
+                except Exception as e:  # a kernel bug or an unsupported case
+                    raise KernelError(name, str(op.loc), f"{type(e).__name__}: {e}") from e
+                if profile is not None:
+                    rec = profile.setdefault(name, [0, 0.0])
+                    rec[0] += 1
+                    rec[1] += time.perf_counter() - t0
+                results = self._validate(op, results, lanes)
+            if trace is not None:
+                trace(op, args, results)
+            for vid, v in zip(op.results, results):
+                env[vid] = v
+        return ("return", ())
+
+    def _cond_br(self, op: Op, env: dict):
+        cond = env[op.operands[0]]
+        sizes = op.attrs.get("operandSegmentSizes") or op.attrs.get("operand_segment_sizes")
+        rest = [env[v] for v in op.operands[1:]]
+        if sizes is not None:
+            n_true = int(sizes[1])
+            t_args, f_args = rest[:n_true], rest[n_true:]
+        else:
+            t_args, f_args = rest, []
+        if bool(np.asarray(cond).reshape(-1)[0]):
+            return ("branch", op.successors[0], tuple(t_args))
+        return ("branch", op.successors[1], tuple(f_args))
+
+    def _validate(self, op: Op, results: Any, lanes: bool) -> tuple:
+        if not isinstance(results, (tuple, list)):
+            raise KernelError(op.name, str(op.loc), f"kernel bug: returned {type(results).__name__}, not a tuple")
+        if len(results) != len(op.results):
+            raise KernelError(op.name, str(op.loc),
+                              f"kernel bug: {len(results)} results, op declares {len(op.results)}")
+        for i, (v, ty) in enumerate(zip(results, op.result_types)):
+            if lanes and isinstance(ty, T.TensorType):
+                if not isinstance(v, np.ndarray) or v.dtype != ty.dtype:
+                    got = v.dtype if isinstance(v, np.ndarray) else type(v).__name__
+                    raise KernelError(op.name, str(op.loc),
+                                      f"kernel bug: result #{i} is {got}, op declares {ty}")
+                continue
+            why = T.value_matches_type(v, ty)
+            if why is not None:
+                raise KernelError(op.name, str(op.loc), f"kernel bug: result #{i}: {why} (declared {ty})")
+        return tuple(results)
+
+    def _guard_memory(self, op: Op) -> None:
+        total = 0
+        for ty in op.result_types:
+            if isinstance(ty, T.TensorType) and ty.is_static:
+                total += (ty.num_elements() or 0) * ty.dtype.itemsize
+        if total > self.max_bytes:
+            raise ResourceError(
+                f"{op.name} at {op.loc} would allocate {total / 2**20:.1f} MiB, "
+                f"over the memory budget of {self.max_bytes / 2**20:.1f} MiB"
+            )
+
+    # checks ----------------------------------------------------------
+    def record_check(self, ok: bool, message: str, op: Op) -> None:
+        self.checks.append((ok, message, str(op.loc)))
+
+
+def run_function(module: Module, name: str, args: Sequence[Any] = (), **kw: Any) -> tuple:
+    return Engine(module, **kw).call(name, args)

@@ -1,0 +1,621 @@
+"""The one module that imports the official MLIR / StableHLO Python bindings.
+
+It reads ``.mlir`` text, MLIR bytecode and StableHLO portable artifacts,
+splits text on ``// -----`` (like ``-split-input-file``), rewrites the check
+dialect's custom syntax into generic op form (the ``check`` dialect is not
+registered in the bindings' context), parses and verifies with the bindings,
+and lowers each module into :mod:`stablehlo_conform.program` objects.
+
+To use another provider of the bindings (a standalone ``mlir`` wheel with the
+StableHLO dialect), change the imports in :func:`_bindings`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import types as T
+from .errors import ParseError
+from .program import AttrRecord, Block, Func, Loc, Module, Op, OpaqueAttr, Region, SymbolRef
+
+BYTECODE_MAGIC = b"ML\xefR"
+SPLIT_RE = re.compile(r"^// -----[ \t]*$", re.M)
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
+
+
+def _bindings():
+    """Import the bindings once and build the shared context."""
+    if "ir" in _state:
+        return _state
+    with _lock:
+        if "ir" in _state:
+            return _state
+        from jaxlib.mlir import ir
+        from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
+        from jaxlib.mlir.dialects import chlo, stablehlo
+
+        _state.update(ir=ir, stablehlo=stablehlo, chlo=chlo, sh=_stablehlo, ext=_jax_mlir_ext)
+        _state["provider"] = "jaxlib"
+        _state["ctx"] = new_context()
+        _state["attr_classes"] = [
+            getattr(stablehlo, n)
+            for n in (
+                "GatherDimensionNumbers",
+                "ScatterDimensionNumbers",
+                "ConvDimensionNumbers",
+                "DotDimensionNumbers",
+                "ComparisonDirectionAttr",
+                "ComparisonTypeAttr",
+                "PrecisionAttr",
+                "FftTypeAttr",
+                "RngDistributionAttr",
+                "RngAlgorithmAttr",
+                "TransposeAttr",
+                "ChannelHandle",
+                "OutputOperandAlias",
+                "DotAlgorithm",
+                "ResultAccuracyAttr",
+                "ResultAccuracyModeAttr",
+            )
+            if hasattr(stablehlo, n)
+        ]
+    return _state
+
+
+def _isa(a, cls) -> bool:
+    """``isinstance`` across binding versions (old ones need ``cls.isinstance``)."""
+    if isinstance(a, cls):
+        return True
+    check = getattr(cls, "isinstance", None)
+    return bool(check(a)) if check is not None else False
+
+
+def new_context():
+    """A context with every dialect the bindings provide (stablehlo, chlo,
+    func, arith, math, tensor, shape, cf, quant, vhlo, ...) plus the
+    interpreter dialect; unregistered dialects (``check``) are allowed."""
+    st = _state
+    ir = st["ir"]
+    reg = ir.DialectRegistry()
+    st["ext"].register_dialects(reg)
+    ctx = ir.Context()
+    ctx.append_dialect_registry(reg)
+    ctx.load_all_available_dialects()
+    st["stablehlo"].register_dialect(ctx)
+    st["chlo"].register_dialect(ctx)
+    st["sh"].register_interpreter_dialect(ctx)
+    ctx.allow_unregistered_dialects = True
+    return ctx
+
+
+def provider_version() -> str:
+    st = _bindings()
+    try:
+        return f"{st['provider']} (StableHLO {st['sh'].get_current_version()})"
+    except Exception:  # pragma: no cover - older bindings
+        return st["provider"]
+
+
+# --------------------------------------------------------------------------- #
+# Reading and splitting
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Chunk:
+    path: str
+    line: int  # 1-based line where the chunk starts
+    text: str | None = None
+    data: bytes | None = None
+
+
+def read_chunks(path: str | Path, split: bool = True) -> list[Chunk]:
+    p = Path(path)
+    raw = p.read_bytes()
+    if raw.startswith(BYTECODE_MAGIC):
+        return [Chunk(str(p), 1, data=raw)]
+    text = raw.decode("utf-8", errors="replace")
+    return split_text(text, str(p), split)
+
+
+def split_text(text: str, path: str = "<string>", split: bool = True) -> list[Chunk]:
+    if not split:
+        return [Chunk(path, 1, text=text)]
+    chunks = []
+    pos = 0
+    line = 1
+    for m in SPLIT_RE.finditer(text):
+        piece = text[pos : m.start()]
+        chunks.append(Chunk(path, line, text=piece))
+        line += piece.count("\n") + 1
+        pos = m.end() + 1
+    chunks.append(Chunk(path, line, text=text[pos:]))
+    return [c for c in chunks if c.text and c.text.strip() and _has_code(c.text)]
+
+
+def _has_code(text: str) -> bool:
+    return any(ln.strip() and not ln.strip().startswith("//") for ln in text.splitlines())
+
+
+# --------------------------------------------------------------------------- #
+# check dialect sugar -> generic form
+# --------------------------------------------------------------------------- #
+
+_CHECK_RE = re.compile(r"^(?P<indent>\s*)check\.(?P<op>[a-z_]+)\s+(?P<rest>.*?)\s*$", re.S)
+_CHECK_START = re.compile(r"^\s*check\.[a-z_]+\s+%")
+
+
+def _strip_comment(line: str) -> str:
+    in_str = False
+    for i, ch in enumerate(line):
+        if ch == '"':
+            in_str = not in_str
+        elif not in_str and line.startswith("//", i):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def _depth(text: str) -> int:
+    depth = 0
+    in_str = False
+    for ch in text:
+        if ch == '"':
+            in_str = not in_str
+        elif not in_str:
+            if ch in "<([{":
+                depth += 1
+            elif ch in ">)]}":
+                depth -= 1
+    return depth
+
+
+def _split_type_suffix(rest: str) -> tuple[str, str]:
+    """Split ``'<args> : <types>'`` at the last top-level ' : '."""
+    depth = 0
+    in_str = False
+    cut = -1
+    for i, ch in enumerate(rest):
+        if ch == '"':
+            in_str = not in_str
+        if in_str:
+            continue
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == ":" and depth == 0:
+            cut = i
+    if cut < 0:
+        raise ValueError("no type")
+    return rest[:cut].strip(), rest[cut + 1 :].strip()
+
+
+def _rewrite_check_stmt(stmt: str) -> str:
+    m = _CHECK_RE.match(stmt)
+    if not m:
+        return stmt
+    op = m.group("op")
+    rest = m.group("rest")
+    trailing = ""
+    if rest.endswith("}"):
+        # a trailing attribute dictionary: '... : tensor<f64> {tolerance = 0.1 : f64}'
+        depth = 0
+        for i in range(len(rest) - 1, -1, -1):
+            ch = rest[i]
+            if ch in ">)]}":
+                depth += 1
+            elif ch in "<([{":
+                depth -= 1
+                if depth == 0 and ch == "{":
+                    trailing = rest[i + 1 : -1].strip()
+                    rest = rest[:i].strip()
+                    break
+    try:
+        args, types = _split_type_suffix(rest)
+    except ValueError:
+        return stmt
+    parts = T.split_top_level(args)
+    operands = [p for p in parts if p.startswith("%")]
+    extras = [p for p in parts if not p.startswith("%")]
+    attrs = []
+    type_list = T.split_top_level(types)
+    for e in extras:
+        if e.startswith("dense<") or e.startswith("dense_resource<"):
+            attrs.append(f"value = {e} : {type_list[0]}")
+        elif "=" in e:
+            k, v = (s.strip() for s in e.split("=", 1))
+            attrs.append(f"{k} = {v}")
+    if trailing:
+        attrs.append(trailing)
+    if len(type_list) < len(operands):
+        type_list = type_list + [type_list[-1]] * (len(operands) - len(type_list))
+    attr_text = " {" + ", ".join(attrs) + "}" if attrs else ""
+    return (
+        f'{m.group("indent")}"check.{op}"({", ".join(operands)}){attr_text} : '
+        f'({", ".join(type_list[: len(operands)])}) -> ()'
+    )
+
+
+def rewrite_check_sugar(text: str) -> str:
+    """Rewrite ``check.*`` custom syntax (possibly spanning several lines)
+    into generic form; line numbers are preserved."""
+    if "check." not in text:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        ln = lines[i]
+        if "check." in ln and _CHECK_START.match(ln):
+            stmt = _strip_comment(ln)
+            j = i
+            while (_depth(stmt) > 0 or stmt.endswith(",")) and j + 1 < len(lines):
+                j += 1
+                stmt += " " + _strip_comment(lines[j]).strip()
+            out.append(_rewrite_check_stmt(stmt))
+            out.extend([""] * (j - i))
+            i = j + 1
+        else:
+            out.append(ln)
+            i += 1
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- #
+# Parsing
+# --------------------------------------------------------------------------- #
+
+
+def _format_diag(d, path: str) -> str:
+    loc = str(d.location)
+    m = re.search(r'"[^"]*":(\d+):(\d+)', loc)
+    where = f"{path}:{m.group(1)}:{m.group(2)}" if m else path
+    msg = f"{where}: error: {d.message}"
+    for note in getattr(d, "notes", []) or []:
+        msg += "\n  " + _format_diag(note, path).replace(": error: ", ": note: ", 1)
+    return msg
+
+
+def parse_chunk(chunk: Chunk):
+    """Parse and verify one chunk; returns the bindings' module."""
+    st = _bindings()
+    ir = st["ir"]
+    ctx = st["ctx"]
+    with ctx:
+        try:
+            if chunk.data is not None:
+                mod = _parse_binary(chunk.data, ctx)
+            else:
+                # pad so that diagnostic line numbers are the file's own
+                text = "\n" * (chunk.line - 1) + rewrite_check_sugar(chunk.text or "")
+                mod = ir.Module.parse(text)
+            if not mod.operation.verify():
+                raise ParseError(f"{chunk.path}: error: verification failed")
+            return mod
+        except ir.MLIRError as e:
+            diags = [_format_diag(d, chunk.path) for d in e.error_diagnostics]
+            if not diags:
+                diags = [f"{chunk.path}: error: {e}"]
+            raise ParseError(diags[0], diags) from None
+
+
+def _parse_binary(data: bytes, ctx):
+    st = _state
+    ir = st["ir"]
+    first_error = None
+    try:
+        mod = ir.Module.parse(data)
+        if "vhlo." not in mod.operation.get_asm(large_elements_limit=1, skip_regions=False)[:200000]:
+            return mod
+    except ir.MLIRError as e:
+        first_error = e
+    try:
+        return st["sh"].deserialize_portable_artifact(ctx, data)
+    except Exception as e:  # not a portable artifact either
+        if first_error is not None:
+            raise first_error from None
+        raise ParseError(f"cannot deserialize portable artifact: {e}") from None
+
+
+def load_text(text: str, path: str = "<string>", split: bool = False) -> list[Module]:
+    return [lower_module(parse_chunk(c), c) for c in split_text(text, path, split)]
+
+
+def load_file(path: str | Path, split: bool = True) -> list[Module]:
+    return [lower_module(parse_chunk(c), c) for c in read_chunks(path, split)]
+
+
+def load_bytes(data: bytes, path: str = "<bytes>") -> Module:
+    c = Chunk(path, 1, data=data)
+    return lower_module(parse_chunk(c), c)
+
+
+def module_to_text(text_or_module) -> str:
+    return str(text_or_module)
+
+
+def serialize_portable_artifact(text: str, target: str | None = None) -> bytes:
+    st = _bindings()
+    version = target or st["sh"].get_current_version()
+    return st["sh"].serialize_portable_artifact_str(text, version)
+
+
+def to_bytecode(text: str) -> bytes:
+    import io
+
+    st = _bindings()
+    with st["ctx"]:
+        mod = st["ir"].Module.parse(rewrite_check_sugar(text))
+        buf = io.BytesIO()
+        mod.operation.write_bytecode(buf)
+        return buf.getvalue()
+
+
+def registered_ops(dialect: str) -> list[str]:
+    """Op names the bindings' Python module declares for a dialect."""
+    st = _bindings()
+    mod = {"stablehlo": st["stablehlo"], "chlo": st["chlo"]}.get(dialect)
+    if mod is None:
+        import importlib
+
+        mod = importlib.import_module(f"jaxlib.mlir.dialects.{dialect}")
+    names = set()
+    for v in vars(mod).values():
+        n = getattr(v, "OPERATION_NAME", None)
+        if isinstance(n, str) and n.startswith(dialect + "."):
+            names.add(n)
+    return sorted(names)
+
+
+# --------------------------------------------------------------------------- #
+# Lowering to program objects
+# --------------------------------------------------------------------------- #
+
+
+class _Lowerer:
+    def __init__(self, path: str):
+        self.path = path
+        self.ids: dict[Any, int] = {}
+        self.types: dict[str, Any] = {}
+        st = _state
+        self.ir = st["ir"]
+        self.attr_classes = st["attr_classes"]
+
+    # values -------------------------------------------------------------
+    def vid(self, value) -> int:
+        key = value
+        i = self.ids.get(key)
+        if i is None:
+            i = len(self.ids)
+            self.ids[key] = i
+        return i
+
+    # types --------------------------------------------------------------
+    def type(self, t) -> Any:
+        key = str(t)
+        got = self.types.get(key)
+        if got is not None:
+            return got
+        ir = self.ir
+        if _isa(t, ir.RankedTensorType):
+            rt = ir.RankedTensorType(t)
+            shape = tuple(None if rt.is_dynamic_dim(i) else int(rt.shape[i]) for i in range(rt.rank))
+            et = T.parse_element_text(str(rt.element_type))
+            got = T.TensorType(shape, et)
+        elif _isa(t, ir.TupleType):
+            tt = ir.TupleType(t)
+            got = T.TupleType(tuple(self.type(tt.get_type(i)) for i in range(tt.num_types)))
+        elif key == "!stablehlo.token":
+            got = T.TokenType()
+        else:
+            got = T.parse_element_text(key)
+        self.types[key] = got
+        return got
+
+    # locations ----------------------------------------------------------
+    def loc(self, location) -> Loc:
+        s = str(location)
+        m = re.search(r'"[^"]*":(\d+):(\d+)', s)
+        if m:
+            return Loc(self.path, int(m.group(1)), int(m.group(2)))
+        return Loc(self.path)
+
+    # attributes ---------------------------------------------------------
+    def attr(self, a, type_hint=None) -> Any:
+        ir = self.ir
+        if _isa(a, ir.BoolAttr):
+            return bool(ir.BoolAttr(a).value)
+        if _isa(a, ir.IntegerAttr):
+            return int(ir.IntegerAttr(a).value)
+        if _isa(a, ir.FloatAttr):
+            return float(ir.FloatAttr(a).value)
+        if _isa(a, ir.StringAttr):
+            return ir.StringAttr(a).value
+        if _isa(a, ir.UnitAttr):
+            return True
+        for cls_name in ("DenseI64ArrayAttr", "DenseI32ArrayAttr", "DenseI16ArrayAttr",
+                         "DenseI8ArrayAttr", "DenseBoolArrayAttr", "DenseF32ArrayAttr",
+                         "DenseF64ArrayAttr"):
+            cls = getattr(ir, cls_name, None)
+            if cls is not None and _isa(a, cls):
+                return tuple(cls(a))
+        if _isa(a, ir.DenseElementsAttr):
+            return self.dense(ir.DenseElementsAttr(a))
+        if _isa(a, ir.ArrayAttr):
+            return tuple(self.attr(x) for x in ir.ArrayAttr(a))
+        if _isa(a, ir.DictAttr):
+            d = ir.DictAttr(a)
+            return {d[i].name: self.attr(d[i].attr) for i in range(len(d))}
+        if _isa(a, ir.FlatSymbolRefAttr):
+            return SymbolRef(ir.FlatSymbolRefAttr(a).value)
+        if _isa(a, ir.SymbolRefAttr):
+            return SymbolRef(str(a).lstrip("@").split("::")[-1].lstrip("@"))
+        if _isa(a, ir.TypeAttr):
+            tv = ir.TypeAttr(a).value
+            if _isa(tv, ir.FunctionType):
+                ft = ir.FunctionType(tv)
+                return (tuple(self.type(x) for x in ft.inputs), tuple(self.type(x) for x in ft.results))
+            return self.type(tv)
+        for cls in self.attr_classes:
+            if _isa(a, cls):
+                return self.record(cls, cls(a))
+        return OpaqueAttr(str(a))
+
+    _SKIP = {"context", "type", "typeid", "static_typeid", "dump", "get", "isinstance",
+             "maybe_downcast", "parse", "get_named", "owner", "location"}
+
+    def record(self, cls, x) -> Any:
+        names = [n for n in dir(x) if not n.startswith("_") and n not in self._SKIP]
+        if names == ["value"] or cls.__name__.endswith("Attr") and "value" in names and len(names) <= 2:
+            return str(x.value)
+        fields = []
+        for n in names:
+            try:
+                v = getattr(x, n)
+            except Exception:
+                continue
+            if callable(v):
+                continue
+            fields.append((n, self.plain(v)))
+        return AttrRecord(cls.__name__, tuple(fields))
+
+    def plain(self, v) -> Any:
+        if isinstance(v, (list, tuple)):
+            return tuple(self.plain(x) for x in v)
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            return v
+        if isinstance(v, self.ir.Attribute):
+            return self.attr(v)
+        if isinstance(v, self.ir.Type):
+            return self.type(v)
+        return str(v)
+
+    def dense(self, a) -> np.ndarray:
+        ttype = self.type(a.type)
+        try:
+            arr = np.array(a)
+            if arr.dtype == ttype.dtype or (ttype.element.name == "index"):
+                if arr.shape != tuple(ttype.shape):
+                    arr = np.broadcast_to(arr, ttype.shape).copy()
+                return arr.astype(ttype.dtype, copy=False)
+        except Exception:
+            pass
+        text = str(a)
+        return self.dense_from_text(text, ttype)
+
+    def dense_from_text(self, text: str, ttype) -> np.ndarray:
+        m = re.match(r"\s*dense<(.*)>\s*:\s*(tensor<.*>)\s*$", text, re.S)
+        if not m:
+            raise ParseError(f"{self.path}: cannot decode attribute {text[:80]}")
+        return T.decode_dense_literal(m.group(1), ttype)
+
+    def op_attrs(self, op) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        attrs = op.attributes
+        n = len(attrs)
+        generic = None
+        for i in range(n):
+            name = attrs[i].name
+            try:
+                a = attrs[name]
+            except TypeError:
+                # element types the bindings cannot hand out (e.g. complex):
+                # decode the attribute from the op's printed generic form.
+                if generic is None:
+                    generic = op.get_asm(print_generic_op_form=True, skip_regions=True)
+                out[name] = self._attr_from_generic(generic, name)
+                continue
+            out[name] = self.attr(a)
+        return out
+
+    def _attr_from_generic(self, generic: str, name: str) -> Any:
+        m = re.search(re.escape(name) + r" = (dense<[^>]*>) : (tensor<[^{}]*?>)(?=[,}])", generic)
+        if not m:
+            raise ParseError(f"{self.path}: cannot decode attribute {name}")
+        ttype = T.parse_type_text(m.group(2))
+        return self.dense_from_text(f"{m.group(1)} : {m.group(2)}", ttype)
+
+    # structure ----------------------------------------------------------
+    def region(self, r) -> Region:
+        blocks = list(r.blocks)
+        index = {b: i for i, b in enumerate(blocks)}
+        out = []
+        for b in blocks:
+            args = tuple(self.vid(a) for a in b.arguments)
+            arg_types = tuple(self.type(a.type) for a in b.arguments)
+            ops = tuple(self.op(o, index) for o in b.operations)
+            out.append(Block(args, arg_types, ops))
+        return Region(tuple(out))
+
+    def op(self, o, block_index=None) -> Op:
+        o = o.operation
+        name = o.name
+        attrs = self.op_attrs(o)
+        succ: tuple[int, ...] = ()
+        if block_index is not None and len(o.successors):
+            succ = tuple(block_index.get(s, -1) for s in o.successors)
+        return Op(
+            name=name,
+            operands=tuple(self.vid(v) for v in o.operands),
+            results=tuple(self.vid(v) for v in o.results),
+            operand_types=tuple(self.type(v.type) for v in o.operands),
+            result_types=tuple(self.type(v.type) for v in o.results),
+            attrs=attrs,
+            regions=tuple(self.region(r) for r in o.regions),
+            loc=self.loc(o.location),
+            successors=succ,
+        )
+
+    def module(self, mod_op, chunk_line: int) -> Module:
+        mod_op = mod_op.operation
+        attrs = self.op_attrs(mod_op)
+        funcs: dict[str, Func] = {}
+        nested: dict[str, Module] = {}
+        for o in mod_op.regions[0].blocks[0].operations:
+            o = o.operation
+            if o.name == "func.func":
+                fa = self.op_attrs(o)
+                params, results = fa.get("function_type", ((), ()))
+                name = fa["sym_name"]
+                body = self.region(o.regions[0]) if len(o.regions[0].blocks) else Region(())
+                funcs[name] = Func(
+                    name=name,
+                    param_types=params,
+                    result_types=results,
+                    body=body,
+                    visibility=fa.get("sym_visibility", "public"),
+                    loc=self.loc(o.location),
+                    attrs=fa,
+                )
+            elif o.name == "builtin.module":
+                sub = self.module(o, chunk_line)
+                nested[sub.name or f"module{len(nested)}"] = sub
+        return Module(
+            funcs=funcs,
+            attrs=attrs,
+            name=attrs.get("sym_name"),
+            source=self.path,
+            line=chunk_line,
+            nested=nested,
+        )
+
+
+def lower_module(mod, chunk: Chunk) -> Module:
+    st = _bindings()
+    with st["ctx"]:
+        low = _Lowerer(chunk.path)
+        m = low.module(mod.operation, chunk.line)
+        m.text = str(mod) if chunk.data is not None else rewrite_check_sugar(chunk.text or "")
+        return m
+
+
+def generic_text(mod) -> str:
+    return mod.operation.get_asm(print_generic_op_form=True)

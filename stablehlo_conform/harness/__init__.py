@@ -1,0 +1,1 @@
+"""Running test programs and comparing results."""

@@ -1,0 +1,57 @@
+"""Backends: something that runs a program and returns NumPy outputs.
+
+Built in: ``numpy`` (this package's engine). Other backends register under
+the entry-point group ``stablehlo_conform.backends``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Backend, BackendUnavailable
+
+_BUILTIN = {
+    "numpy": "stablehlo_conform.harness.backends.numpy_backend:NumpyBackend",
+}
+_cache: dict[str, Backend] = {}
+
+
+def _load(spec: str) -> Any:
+    import importlib
+
+    mod, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+def available() -> dict[str, str]:
+    """Backend name -> where it comes from (builtin or an installed plugin)."""
+    out = {name: "builtin" for name in _BUILTIN}
+    try:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="stablehlo_conform.backends"):
+            out.setdefault(ep.name, f"plugin {ep.value}")
+    except Exception:  # pragma: no cover
+        pass
+    return out
+
+
+def get_backend(name: str) -> Backend:
+    b = _cache.get(name)
+    if b is not None:
+        return b
+    if name in _BUILTIN:
+        cls = _load(_BUILTIN[name])
+    else:
+        from importlib.metadata import entry_points
+
+        eps = [ep for ep in entry_points(group="stablehlo_conform.backends") if ep.name == name]
+        if not eps:
+            raise BackendUnavailable(f"unknown backend {name!r} (available: {', '.join(sorted(available()))})")
+        cls = eps[0].load()
+    b = cls() if isinstance(cls, type) else cls
+    _cache[name] = b
+    return b
+
+
+__all__ = ["Backend", "BackendUnavailable", "available", "get_backend"]

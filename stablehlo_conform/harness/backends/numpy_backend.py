@@ -1,0 +1,48 @@
+"""The default backend: this package's NumPy engine."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...engine import Engine
+from ...kernels.registry import Registry, load_all
+from .base import Backend
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+
+    def __init__(self, registry: Registry | None = None):
+        self.registry = registry
+
+    def engine(self, module, opts: Any = None) -> Engine:
+        timeout = getattr(opts, "timeout", None)
+        return Engine(
+            module,
+            self.registry if self.registry is not None else load_all(),
+            deadline=(time.monotonic() + timeout) if timeout else None,
+            max_bytes=getattr(opts, "max_bytes", None),
+            probe_dir=getattr(opts, "probe_dir", None),
+        )
+
+    def run_function(self, module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
+        return self.engine(module, opts).call(func_name, tuple(args))
+
+    def run_test(self, module, func, opts) -> dict[str, Any]:
+        eng = self.engine(module, opts)
+        eng.call(func.name, ())
+        failed = [(msg, loc) for ok, msg, loc in eng.checks if not ok]
+        out: dict[str, Any] = {"checks": len(eng.checks)}
+        if failed:
+            out["status"] = "fail"
+            shown = [f"{loc}: {msg}" for msg, loc in failed[:3]]
+            more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+            out["message"] = "; ".join(shown) + more
+        else:
+            out["status"] = "pass"
+            out["message"] = ""
+        return out

@@ -1,0 +1,177 @@
+"""Test cases: finding the tests of a file and running one of them.
+
+Everything here runs inside a worker process (see :mod:`.runner`); it may
+import the bindings.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import types as T
+from ..errors import ConformError, ParseError
+from ..program import Func, Module, SymbolRef, walk_ops
+
+SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
+
+TRIVIAL_OPS = frozenset({
+    "stablehlo.constant", "func.return", "stablehlo.return", "func.call", "func.func",
+    "stablehlo.custom_call", "interpreter.run_parallel", "arith.constant", "chlo.return",
+})
+
+
+@dataclass
+class Options:
+    backend: str = "numpy"
+    timeout: float | None = None
+    max_bytes: int | None = None
+    probe_dir: str | None = None
+    num_replicas: int | None = None
+    num_partitions: int | None = None
+    infeed: str | None = None
+    compare: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def discover(paths: list[str]) -> list[str]:
+    """Files under ``paths`` (recursively), sorted, deduplicated."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            files = sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in SUFFIXES)
+        else:
+            files = [path]
+        for f in files:
+            s = str(f)
+            if s not in seen:
+                seen.add(s)
+                out.append(s)
+    return out
+
+
+def family_of(module: Module, func: Func) -> tuple[str, list[str], list[str]]:
+    """(op family, ops under test, element types) of a test function."""
+    ops: list[str] = []
+    dtypes: list[str] = []
+    visited: set[str] = set()
+
+    def visit(f: Func) -> None:
+        if f.name in visited:
+            return
+        visited.add(f.name)
+        for op in walk_ops(f.body):
+            if op.name.startswith("check.") or op.name in TRIVIAL_OPS:
+                pass
+            elif op.name not in ops:
+                ops.append(op.name)
+                for ty in op.operand_types or op.result_types:
+                    if isinstance(ty, T.TensorType):
+                        dtypes.append(str(ty.element))
+                        break
+            for v in op.attrs.values():
+                for sym in _symbols(v):
+                    if sym in module.funcs:
+                        visit(module.funcs[sym])
+
+    visit(func)
+    family = ops[0] if ops else "other"
+    return family, ops, list(dict.fromkeys(dtypes))
+
+
+def _symbols(v: Any) -> Iterator[str]:
+    if isinstance(v, SymbolRef):
+        yield v.name
+    elif isinstance(v, (tuple, list)):
+        for x in v:
+            yield from _symbols(x)
+
+
+def display_path(path: str) -> str:
+    return path
+
+
+def test_ids(path: str, modules: list[tuple[Module, Func]]) -> list[str]:
+    ids: list[str] = []
+    counts: dict[str, int] = {}
+    for _m, f in modules:
+        counts[f.name] = counts.get(f.name, 0) + 1
+        n = counts[f.name]
+        ids.append(f"{path}::{f.name}" + (f"#{n}" if n > 1 else ""))
+    return ids
+
+
+def base_record(path: str, test_id: str, func: str, line: int) -> dict[str, Any]:
+    return {"id": test_id, "file": path, "function": func, "line": line, "status": "error",
+            "message": "", "family": "", "ops": [], "dtypes": [], "duration": 0.0, "checks": 0}
+
+
+def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
+    """Yields ("start", id) and ("result", record) events for one file."""
+    from .. import frontend
+
+    try:
+        chunks = frontend.read_chunks(path)
+    except OSError as e:
+        rec = base_record(path, f"{path}::<file>", "", 0)
+        rec["message"] = f"{path}: error: cannot read: {e}"
+        yield ("result", rec)
+        return
+    tests: list[tuple[Module, Func]] = []
+    errors: list[dict] = []
+    for i, c in enumerate(chunks):
+        try:
+            mod = frontend.lower_module(frontend.parse_chunk(c), c)
+        except ParseError as e:
+            rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
+            rec["message"] = "\n".join(e.diagnostics)
+            errors.append(rec)
+            continue
+        except Exception as e:  # bindings or lowering bug: report, go on
+            rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
+            rec["message"] = f"{path}:{c.line}: error: cannot load: {type(e).__name__}: {e}"
+            errors.append(rec)
+            continue
+        found = mod.tests()
+        if not found:
+            continue
+        for f in found:
+            tests.append((mod, f))
+    for rec in errors:
+        if rec["id"] not in skip:
+            yield ("result", rec)
+    ids = test_ids(path, tests)
+    for tid, (mod, f) in zip(ids, tests):
+        if tid in skip:
+            continue
+        yield ("start", tid)
+        yield ("result", run_test(mod, f, tid, opts))
+
+
+def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]:
+    rec = base_record(mod.source, tid, func.name, func.loc.line)
+    family, ops, dtypes = family_of(mod, func)
+    rec.update(family=family, ops=ops, dtypes=dtypes, backend=opts.backend)
+    t0 = time.perf_counter()
+    try:
+        from .backends import get_backend
+
+        backend = get_backend(opts.backend)
+        outcome = backend.run_test(mod, func, opts)
+        rec.update(outcome)
+    except ConformError as e:
+        rec["status"] = e.status
+        rec["message"] = str(e)
+    except Exception as e:  # a bug in the tool: keep the run going, say where
+        rec["status"] = "error"
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" ({tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
+        rec["message"] = f"internal error: {type(e).__name__}: {e}{where}"
+    rec["duration"] = round(time.perf_counter() - t0, 6)
+    return rec

@@ -1,0 +1,33 @@
+"""``stablehlo.custom_call`` (spec.md#custom_call): a registry of named targets.
+
+A target is ``fn(op, *operands) -> tuple`` registered with
+:func:`custom_target`. ``backend_config`` arrives decoded: a string for
+``api_version`` 1-3, a dictionary for the typed FFI (``api_version = 4``).
+An unknown target makes the test ``unsupported``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .registry import kernel
+
+TARGETS: dict[str, Callable[..., tuple]] = {}
+
+
+def custom_target(*names: str):
+    def deco(fn):
+        for n in names:
+            TARGETS[n] = fn
+        return fn
+
+    return deco
+
+
+@kernel("stablehlo.custom_call")
+def custom_call(op, *operands):
+    target = op.attr("call_target_name")
+    fn = TARGETS.get(target)
+    if fn is None:
+        raise op.unsupported(f"custom_call target {target!r}")
+    return tuple(fn(op, *operands))

@@ -1,0 +1,163 @@
+"""Plain Python form of a parsed module.
+
+The frontend lowers every MLIR module once into these immutable objects; the
+engine runs them without touching the bindings again. Values are named by
+integers unique within a module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.col}"
+        return self.file
+
+
+@dataclass(frozen=True)
+class AttrRecord:
+    """A structured dialect attribute (e.g. ``#stablehlo.gather<...>``),
+    decoded into named fields; ``kind`` names the attribute class."""
+
+    kind: str
+    fields: tuple[tuple[str, Any], ...]
+
+    def __getattr__(self, name: str) -> Any:
+        for k, v in object.__getattribute__(self, "fields"):
+            if k == name:
+                return v
+        raise AttributeError(f"{self.kind} has no field {name!r}")
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for k, v in self.fields:
+            if k == name:
+                return v
+        return default
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+
+@dataclass(frozen=True)
+class OpaqueAttr:
+    """An attribute kept by its printed text (no decoder for it)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class SymbolRef:
+    name: str
+
+    def __str__(self) -> str:
+        return "@" + self.name
+
+
+@dataclass
+class Block:
+    args: tuple[int, ...]
+    arg_types: tuple
+    ops: tuple["Op", ...]
+
+
+@dataclass
+class Region:
+    blocks: tuple[Block, ...]
+
+
+@dataclass
+class Op:
+    name: str
+    operands: tuple[int, ...]
+    results: tuple[int, ...]
+    operand_types: tuple
+    result_types: tuple
+    attrs: dict[str, Any]
+    regions: tuple[Region, ...]
+    loc: Loc
+    successors: tuple[int, ...] = ()  # block indices in the parent region
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+
+@dataclass
+class Func:
+    name: str
+    param_types: tuple
+    result_types: tuple
+    body: Region
+    visibility: str = "public"
+    loc: Loc = field(default_factory=lambda: Loc("?"))
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def params(self) -> tuple[int, ...]:
+        return self.body.blocks[0].args
+
+
+@dataclass
+class Module:
+    funcs: dict[str, Func]
+    attrs: dict[str, Any]
+    name: str | None
+    source: str
+    line: int  # first line of the chunk in the source file
+    text: str = ""  # the module's text as parsed (for other backends)
+    nested: dict[str, "Module"] = field(default_factory=dict)
+
+    def callers(self) -> set[str]:
+        """Names of functions referenced by func.call or by symbol attributes."""
+        seen: set[str] = set()
+
+        def walk_region(r: Region) -> None:
+            for b in r.blocks:
+                for op in b.ops:
+                    for v in op.attrs.values():
+                        _collect_symbols(v, seen)
+                    for sub in op.regions:
+                        walk_region(sub)
+
+        for f in self.funcs.values():
+            walk_region(f.body)
+        return seen
+
+    def tests(self) -> list[Func]:
+        """Zero-argument public functions nobody calls: one test each."""
+        called = self.callers()
+        return [
+            f
+            for f in self.funcs.values()
+            if not f.param_types and f.visibility != "private" and f.name not in called
+        ]
+
+
+def _collect_symbols(v: Any, out: set[str]) -> None:
+    if isinstance(v, SymbolRef):
+        out.add(v.name)
+    elif isinstance(v, (tuple, list)):
+        for x in v:
+            _collect_symbols(x, out)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _collect_symbols(x, out)
+
+
+def walk_ops(region: Region):
+    for b in region.blocks:
+        for op in b.ops:
+            yield op
+            for r in op.regions:
+                yield from walk_ops(r)
