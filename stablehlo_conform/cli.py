@@ -88,8 +88,10 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--by-op", is_flag=True, help="Print a pass table per op family.")
 @click.option("--max-memory", type=float, default=None,
               help="Memory budget per op result, in MiB (default: a quarter of RAM).")
+@click.option("--compare", "compare", default="",
+              help="Comma-separated backends to run each test on and compare, e.g. numpy,reference,xla.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
-def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, quiet):
+def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, compare, quiet):
     """Run every test in PATHS (files or folders, recursive)."""
     from .harness.cases import Options, discover
     from .harness.runner import Runner
@@ -100,7 +102,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     files = discover(list(paths))
     if not files:
         raise click.UsageError("no .mlir / bytecode files found")
-    opts = Options(backend=backend, timeout=timeout or None, max_bytes=_memory_budget(max_memory))
+    opts = Options(backend=backend, timeout=timeout or None, max_bytes=_memory_budget(max_memory),
+                   compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
     if backend != "numpy":
         from .harness.backends import BackendUnavailable, available
 
@@ -193,6 +196,23 @@ def backends():
     for name, where in sorted(available().items()):
         click.echo(f"{name:<12} {where}")
 
+
+def _register_extra_commands() -> None:
+    """Commands that live in their own modules (imported lazily by click)."""
+    import importlib
+
+    for modname in ("cli_eval", "cli_report"):
+        try:
+            mod = importlib.import_module(f"{__package__}.{modname}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{modname}":
+                raise
+            continue
+        for cmd in getattr(mod, "COMMANDS", ()):
+            main.add_command(cmd)
+
+
+_register_extra_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()
