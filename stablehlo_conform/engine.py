@@ -242,7 +242,7 @@ class Engine:
             raise KernelError(op.name, str(op.loc),
                               f"kernel bug: {len(results)} results, op declares {len(op.results)}")
         for i, (v, ty) in enumerate(zip(results, op.result_types)):
-            if lanes and isinstance(ty, T.TensorType):
+            if lanes and isinstance(ty, (T.TensorType, T.ElementType)):
                 if not isinstance(v, np.ndarray) or v.dtype != ty.dtype:
                     got = v.dtype if isinstance(v, np.ndarray) else type(v).__name__
                     raise KernelError(op.name, str(op.loc),
