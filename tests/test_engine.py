@@ -1,0 +1,207 @@
+"""Engine: control flow, calls, scoping, tuples, result checking, registry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stablehlo_conform import frontend
+from stablehlo_conform.engine import Engine
+from stablehlo_conform.errors import KernelError, ResourceError, Timeout, UnsupportedOp
+from stablehlo_conform.kernels.registry import KERNELS, Registry, load_all
+
+
+def _module(text):
+    (mod,) = frontend.load_text(text)
+    return mod
+
+
+def _add(op, a, b):
+    return (np.asarray(a + b, dtype=op.result_dtype(0)),)
+
+
+def _cmp_lt(op, a, b):
+    return (np.asarray(a < b),)
+
+
+BASE = Registry({"stablehlo.add": _add, "stablehlo.compare": _cmp_lt}, parent=load_all())
+
+WHILE = """
+func.func @count(%n: tensor<i64>) -> tensor<i64> {
+  %zero = stablehlo.constant dense<0> : tensor<i64>
+  %one = stablehlo.constant dense<1> : tensor<i64>
+  %r:2 = stablehlo.while(%i = %zero, %acc = %zero) : tensor<i64>, tensor<i64>
+    cond {
+      %c = stablehlo.compare LT, %i, %n : (tensor<i64>, tensor<i64>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    } do {
+      %i2 = stablehlo.add %i, %one : tensor<i64>
+      %a2 = stablehlo.add %acc, %i2 : tensor<i64>
+      stablehlo.return %i2, %a2 : tensor<i64>, tensor<i64>
+    }
+  func.return %r#1 : tensor<i64>
+}
+"""
+
+
+def test_while_reads_values_from_enclosing_scope():
+    eng = Engine(_module(WHILE), BASE)
+    (out,) = eng.call("count", (np.array(4, np.int64),))
+    assert int(out) == 1 + 2 + 3 + 4
+
+
+def test_if_case_call_and_tuples():
+    text = """
+func.func @pick(%p: tensor<i1>, %x: tensor<i32>) -> tensor<i32> {
+  %r = "stablehlo.if"(%p) ({
+    %a = stablehlo.add %x, %x : tensor<i32>
+    stablehlo.return %a : tensor<i32>
+  }, {
+    stablehlo.return %x : tensor<i32>
+  }) : (tensor<i1>) -> tensor<i32>
+  func.return %r : tensor<i32>
+}
+func.func @sel(%i: tensor<i32>) -> tensor<i32> {
+  %c0 = stablehlo.constant dense<10> : tensor<i32>
+  %c1 = stablehlo.constant dense<20> : tensor<i32>
+  %r = "stablehlo.case"(%i) ({
+    stablehlo.return %c0 : tensor<i32>
+  }, {
+    stablehlo.return %c1 : tensor<i32>
+  }) : (tensor<i32>) -> tensor<i32>
+  func.return %r : tensor<i32>
+}
+func.func @tup(%x: tensor<i32>) -> tensor<i32> {
+  %t = stablehlo.tuple %x, %x : tuple<tensor<i32>, tensor<i32>>
+  %e = stablehlo.get_tuple_element %t[1] : (tuple<tensor<i32>, tensor<i32>>) -> tensor<i32>
+  %c = func.call @pick(%e, %e) : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  func.return %e : tensor<i32>
+}
+"""
+    mod = _module(text.replace("func.call @pick(%e, %e)", "func.call @sel(%e)").replace(
+        "(tensor<i32>, tensor<i32>) -> tensor<i32>\n  func.return %e", "(tensor<i32>) -> tensor<i32>\n  func.return %c"))
+    eng = Engine(mod, BASE)
+    assert int(eng.call("pick", (np.array(True), np.array(3, np.int32)))[0]) == 6
+    assert int(eng.call("pick", (np.array(False), np.array(3, np.int32)))[0]) == 3
+    assert int(eng.call("sel", (np.array(1, np.int32),))[0]) == 20
+    # out-of-range index runs the last branch (spec.md#case)
+    assert int(eng.call("sel", (np.array(7, np.int32),))[0]) == 20
+    assert int(eng.call("sel", (np.array(-1, np.int32),))[0]) == 20
+    assert int(eng.call("tup", (np.array(0, np.int32),))[0]) == 10
+
+
+def test_map_runs_body_on_all_elements_at_once():
+    text = """
+func.func @m(%x: tensor<2x2xi32>) -> tensor<2x2xi32> {
+  %r = "stablehlo.map"(%x, %x) ({
+    ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+      %s = stablehlo.add %a, %b : tensor<i32>
+      stablehlo.return %s : tensor<i32>
+  }) {dimensions = array<i64: 0, 1>} : (tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi32>
+  func.return %r : tensor<2x2xi32>
+}"""
+    calls = []
+
+    def counting_add(op, a, b):
+        calls.append(np.shape(a))
+        return _add(op, a, b)
+
+    eng = Engine(_module(text), BASE.with_overrides({"stablehlo.add": counting_add}))
+    (out,) = eng.call("m", (np.arange(4, dtype=np.int32).reshape(2, 2),))
+    assert out.tolist() == [[0, 2], [4, 6]]
+    assert calls == [(2, 2)]
+
+
+def test_wrong_kernel_result_is_reported_as_kernel_bug():
+    def bad_add(op, a, b):
+        return (np.asarray(a + b, dtype=np.float64),)
+
+    eng = Engine(_module(WHILE), BASE.with_overrides({"stablehlo.add": bad_add}))
+    with pytest.raises(KernelError) as e:
+        eng.call("count", (np.array(2, np.int64),))
+    assert "kernel bug" in str(e.value) and "stablehlo.add" in str(e.value)
+
+
+def test_kernel_exception_names_op_and_location():
+    def boom(op, a, b):
+        raise ValueError("nope")
+
+    eng = Engine(_module(WHILE), BASE.with_overrides({"stablehlo.add": boom}))
+    with pytest.raises(KernelError) as e:
+        eng.call("count", (np.array(2, np.int64),))
+    assert "<string>:" in str(e.value) and "ValueError: nope" in str(e.value)
+
+
+def test_missing_kernel_is_unsupported():
+    eng = Engine(_module(WHILE), Registry({}, parent=Registry({"stablehlo.constant": KERNELS.lookup("stablehlo.constant")})))
+    with pytest.raises(UnsupportedOp) as e:
+        eng.call("count", (np.array(2, np.int64),))
+    assert str(e.value).startswith("unsupported: stablehlo.") and e.value.status == "unsupported"
+
+
+def test_deadline_stops_an_infinite_while():
+    text = """
+func.func @spin() -> tensor<i64> {
+  %zero = stablehlo.constant dense<0> : tensor<i64>
+  %t = stablehlo.constant dense<true> : tensor<i1>
+  %r = stablehlo.while(%i = %zero) : tensor<i64>
+    cond { stablehlo.return %t : tensor<i1> }
+    do { stablehlo.return %i : tensor<i64> }
+  func.return %r : tensor<i64>
+}"""
+    import time
+
+    eng = Engine(_module(text), BASE, deadline=time.monotonic() + 0.3)
+    with pytest.raises(Timeout):
+        eng.call("spin", ())
+
+
+def test_memory_guard_refuses_before_allocating():
+    text = """
+func.func @big() -> tensor<100000x100000xf32> {
+  %0 = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<100000x100000xf32>
+  func.return %1 : tensor<100000x100000xf32>
+}"""
+    called = []
+    reg = BASE.with_overrides({"stablehlo.broadcast_in_dim": lambda op, x: called.append(1)})
+    eng = Engine(_module(text), reg, max_bytes=2**30)
+    with pytest.raises(ResourceError) as e:
+        eng.call("big", ())
+    assert "memory budget" in str(e.value) and not called
+
+
+def test_registry_overrides_do_not_touch_the_table():
+    before = KERNELS.lookup("stablehlo.constant")
+    reg = KERNELS.with_overrides({"stablehlo.constant": lambda op: ()})
+    assert reg.lookup("stablehlo.constant") is not before
+    assert KERNELS.lookup("stablehlo.constant") is before
+    assert "stablehlo.constant" in load_all().names()
+    with pytest.raises(ValueError):
+        KERNELS.register("stablehlo.constant", lambda op: ())
+
+
+def test_cf_branches_with_block_arguments():
+    text = """
+func.func @fact(%n: tensor<i64>) -> tensor<i64> {
+  %one = stablehlo.constant dense<1> : tensor<i64>
+  cf.br ^loop(%n, %one : tensor<i64>, tensor<i64>)
+^loop(%i: tensor<i64>, %acc: tensor<i64>):
+  %done = stablehlo.compare LT, %i, %one : (tensor<i64>, tensor<i64>) -> tensor<i1>
+  %d = tensor.extract %done[] : tensor<i1>
+  cf.cond_br %d, ^exit(%acc : tensor<i64>), ^body
+^body:
+  %acc2 = stablehlo.multiply %acc, %i : tensor<i64>
+  %m = stablehlo.constant dense<-1> : tensor<i64>
+  %i2 = stablehlo.add %i, %m : tensor<i64>
+  cf.br ^loop(%i2, %acc2 : tensor<i64>, tensor<i64>)
+^exit(%r: tensor<i64>):
+  func.return %r : tensor<i64>
+}"""
+    reg = BASE.with_overrides({
+        "stablehlo.multiply": lambda op, a, b: (np.asarray(a * b, dtype=op.result_dtype(0)),),
+        "tensor.extract": lambda op, t, *idx: (np.asarray(t)[()],),
+    })
+    eng = Engine(_module(text), reg)
+    (out,) = eng.call("fact", (np.array(5, np.int64),))
+    assert int(out) == 120
