@@ -1,0 +1,332 @@
+"""Indexed reads and writes: gather, scatter, dynamic_slice, dynamic_update_slice.
+
+See spec.md#gather, #scatter, #dynamic_slice, #dynamic_update_slice. Every
+kernel builds index arrays for all elements at once and moves data with one
+NumPy fancy-indexing operation; scatter applies its ``update_computation``
+either through ``np.<ufunc>.at`` (plain add/multiply/min/max/replace bodies)
+or by evaluating the region on lanes in rounds whose targets never collide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .registry import kernel
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def index_int64(a) -> np.ndarray:
+    """Integer indices as int64; unsigned values above the int64 range
+    saturate (they are out of bounds either way)."""
+    a = np.asarray(a)
+    if a.dtype.kind == "u" and a.dtype.itemsize >= 8:
+        return np.minimum(a, np.uint64(_INT64_MAX)).astype(np.int64)
+    if a.dtype.kind == "b":
+        return a.astype(np.int64)
+    return a.astype(np.int64)
+
+
+def _index_vectors(indices: np.ndarray, index_vector_dim: int) -> np.ndarray:
+    """``indices`` with the index vector as its last axis."""
+    idx = index_int64(indices)
+    if index_vector_dim >= idx.ndim:
+        return idx[..., None]
+    return np.moveaxis(idx, index_vector_dim, -1)
+
+
+def _batch_axis(d_start: int, index_vector_dim: int) -> int:
+    return d_start - (1 if d_start > index_vector_dim else 0)
+
+
+def _along(n: int, axis: int, ndim: int) -> np.ndarray:
+    shape = [1] * ndim
+    shape[axis] = n
+    return np.arange(n, dtype=np.int64).reshape(shape)
+
+
+# ---------------------------------------------------------------------------
+# gather
+
+
+def gather_array(operand: np.ndarray, start_indices: np.ndarray, *, offset_dims: Sequence[int],
+                 collapsed_slice_dims: Sequence[int], operand_batching_dims: Sequence[int],
+                 start_indices_batching_dims: Sequence[int], start_index_map: Sequence[int],
+                 index_vector_dim: int, slice_sizes: Sequence[int]) -> np.ndarray:
+    """See spec.md#gather. Start indices are clamped so that every slice is
+    in bounds."""
+    operand = np.asarray(operand)
+    rank = operand.ndim
+    slice_sizes = [int(s) for s in slice_sizes]
+    idx = _index_vectors(start_indices, index_vector_dim)
+    batch_shape = idx.shape[:-1]
+    nb = len(batch_shape)
+    window_dims = [d for d in range(rank)
+                   if d not in collapsed_slice_dims and d not in operand_batching_dims]
+    no = len(window_dims)
+    full_shape = tuple(batch_shape) + tuple(slice_sizes[d] for d in window_dims)
+    pad = (1,) * no
+    arrays = []
+    for d in range(rank):
+        arr = np.zeros((1,) * (nb + no), dtype=np.int64)
+        if d in start_index_map:
+            k = list(start_index_map).index(d)
+            hi = max(operand.shape[d] - slice_sizes[d], 0)
+            arr = arr + np.clip(idx[..., k], 0, hi).reshape(tuple(batch_shape) + pad)
+        if d in operand_batching_dims:
+            k = list(operand_batching_dims).index(d)
+            ax = _batch_axis(int(start_indices_batching_dims[k]), index_vector_dim)
+            arr = arr + _along(batch_shape[ax], ax, nb + no)
+        if d in window_dims:
+            j = window_dims.index(d)
+            arr = arr + _along(slice_sizes[d], nb + j, nb + no)
+        arrays.append(arr.astype(np.intp, copy=False))
+    if operand.size == 0 or 0 in full_shape:
+        g = np.zeros(full_shape, dtype=operand.dtype)
+    else:
+        g = np.broadcast_to(operand[tuple(arrays)], full_shape)
+    offset_dims = list(offset_dims)
+    perm = []
+    b = 0
+    for r in range(nb + no):
+        if r in offset_dims:
+            perm.append(nb + offset_dims.index(r))
+        else:
+            perm.append(b)
+            b += 1
+    return np.ascontiguousarray(np.transpose(g, perm))
+
+
+def _gather_numbers(dn) -> dict:
+    return dict(
+        offset_dims=tuple(dn.get("offset_dims", ()) or ()),
+        collapsed_slice_dims=tuple(dn.get("collapsed_slice_dims", ()) or ()),
+        operand_batching_dims=tuple(dn.get("operand_batching_dims", ()) or ()),
+        start_indices_batching_dims=tuple(dn.get("start_indices_batching_dims", ()) or ()),
+        start_index_map=tuple(dn.get("start_index_map", ()) or ()),
+        index_vector_dim=int(dn.get("index_vector_dim", 0)),
+    )
+
+
+@kernel("stablehlo.gather")
+def gather(op, operand, start_indices):
+    """See spec.md#gather."""
+    sizes = op.attr("slice_sizes")
+    sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
+    out = gather_array(operand, start_indices, slice_sizes=sizes,
+                       **_gather_numbers(op.attr("dimension_numbers")))
+    return (out.astype(op.result_dtype(0), copy=False),)
+
+
+# ---------------------------------------------------------------------------
+# scatter
+
+_UFUNCS = {
+    "stablehlo.add": np.add,
+    "stablehlo.multiply": np.multiply,
+    "stablehlo.maximum": np.maximum,
+    "stablehlo.minimum": np.minimum,
+}
+
+
+def scatter_body_kind(op, n: int) -> str | None:
+    """``add``/``multiply``/``maximum``/``minimum``/``replace``/``keep`` for a
+    single-input body of that exact form on its two arguments, else None."""
+    if n != 1 or op.num_regions != 1:
+        return None
+    region = op.op.regions[0]
+    if len(region.blocks) != 1:
+        return None
+    block = region.blocks[0]
+    if len(block.args) != 2:
+        return None
+    in_ty = op.operand_type(0)
+    el = getattr(in_ty, "element", None)
+    if el is None or getattr(el, "quantized", False):
+        return None
+    for t in block.arg_types:
+        if getattr(t, "dtype", None) != in_ty.dtype:
+            return None
+    a, b = block.args
+    ops = block.ops
+    if len(ops) == 1 and ops[0].name == "stablehlo.return" and len(ops[0].operands) == 1:
+        r = ops[0].operands[0]
+        if r == b:
+            return "replace"
+        if r == a:
+            return "keep"
+        return None
+    if (len(ops) == 2 and ops[1].name == "stablehlo.return" and ops[0].name in _UFUNCS
+            and tuple(ops[1].operands) == tuple(ops[0].results)
+            and len(ops[0].operands) == 2 and set(ops[0].operands) == {a, b}):
+        return ops[0].name
+    return None
+
+
+def scatter_targets(input_shape: Sequence[int], indices: np.ndarray, updates_shape: Sequence[int], *,
+                    update_window_dims: Sequence[int], inserted_window_dims: Sequence[int],
+                    input_batching_dims: Sequence[int], scatter_indices_batching_dims: Sequence[int],
+                    scatter_dims_to_operand_dims: Sequence[int], index_vector_dim: int):
+    """Flat result positions of the update elements that are applied and
+    the flat positions (in ``updates`` order) they come from.
+
+    A whole update window is skipped when it does not fit in the result."""
+    rank = len(input_shape)
+    upd_rank = len(updates_shape)
+    uwd = [int(d) for d in update_window_dims]
+    scatter_dims = [d for d in range(upd_rank) if d not in uwd]
+    idx = _index_vectors(indices, index_vector_dim)
+    batch_shape = tuple(idx.shape[:-1])
+    nb = len(batch_shape)
+    window_in = [d for d in range(rank)
+                 if d not in inserted_window_dims and d not in input_batching_dims]
+    window_shape = tuple(int(updates_shape[d]) for d in uwd)
+    no = len(window_shape)
+    valid = np.ones(batch_shape, dtype=bool)
+    starts = []
+    for d in range(rank):
+        s = np.zeros(batch_shape, dtype=np.int64)
+        if d in scatter_dims_to_operand_dims:
+            k = list(scatter_dims_to_operand_dims).index(d)
+            s = s + idx[..., k]
+        if d in input_batching_dims:
+            k = list(input_batching_dims).index(d)
+            ax = _batch_axis(int(scatter_indices_batching_dims[k]), index_vector_dim)
+            s = s + _along(batch_shape[ax], ax, nb)
+        wsize = window_shape[window_in.index(d)] if d in window_in else 1
+        valid &= (s >= 0) & (s <= int(input_shape[d]) - wsize)
+        starts.append(s)
+    strides = [1] * rank
+    for d in range(rank - 2, -1, -1):
+        strides[d] = strides[d + 1] * int(input_shape[d + 1])
+    full = batch_shape + window_shape
+    lin = np.zeros((1,) * (nb + no), dtype=np.int64)
+    pad = (1,) * no
+    for d in range(rank):
+        arr = np.where(valid, starts[d], 0).reshape(batch_shape + pad)
+        if d in window_in:
+            j = window_in.index(d)
+            arr = arr + _along(window_shape[j], nb + j, nb + no)
+        lin = lin + arr * strides[d]
+    lin = np.broadcast_to(lin, full).reshape(-1)
+    mask = np.broadcast_to(valid.reshape(batch_shape + pad), full).reshape(-1)
+    # positions in the updates arrays, in (scatter dims, window dims) order
+    src = np.arange(int(np.prod(updates_shape, dtype=np.int64)), dtype=np.int64)
+    src = np.transpose(src.reshape(tuple(updates_shape)), scatter_dims + uwd).reshape(-1)
+    return lin[mask], src[mask]
+
+
+def _scatter_numbers(dn) -> dict:
+    return dict(
+        update_window_dims=tuple(dn.get("update_window_dims", ()) or ()),
+        inserted_window_dims=tuple(dn.get("inserted_window_dims", ()) or ()),
+        input_batching_dims=tuple(dn.get("input_batching_dims", ()) or ()),
+        scatter_indices_batching_dims=tuple(dn.get("scatter_indices_batching_dims", ()) or ()),
+        scatter_dims_to_operand_dims=tuple(
+            dn.get("scattered_dims_to_operand_dims", None)
+            or dn.get("scatter_dims_to_operand_dims", ()) or ()),
+        index_vector_dim=int(dn.get("index_vector_dim", 0)),
+    )
+
+
+def conflict_free_rounds(targets: np.ndarray) -> list[np.ndarray]:
+    """Splits positions ``0..len(targets)-1`` into rounds: round ``r`` holds
+    the ``r``-th occurrence (in order) of every target, so no round writes
+    one target twice and repeated targets are updated in order."""
+    m = targets.shape[0]
+    if m == 0:
+        return []
+    order = np.argsort(targets, kind="stable")
+    ts = targets[order]
+    first = np.ones(m, dtype=bool)
+    first[1:] = ts[1:] != ts[:-1]
+    pos = np.arange(m, dtype=np.int64)
+    group_start = np.maximum.accumulate(np.where(first, pos, 0))
+    occ = pos - group_start
+    by_round = np.argsort(occ, kind="stable")
+    counts = np.bincount(occ)
+    return np.split(order[by_round], np.cumsum(counts)[:-1])
+
+
+def scatter_apply(op, results: list[np.ndarray], lin: np.ndarray, upd_flat: list[np.ndarray],
+                  kind: str | None) -> None:
+    """Applies the updates to ``results`` (flat, contiguous, owned) in place."""
+    if lin.size == 0:
+        return
+    if kind == "keep":
+        return
+    if kind == "replace":
+        for rnd in conflict_free_rounds(lin):
+            results[0][lin[rnd]] = upd_flat[0][rnd]
+        return
+    if kind is not None:
+        _UFUNCS[kind].at(results[0], lin, upd_flat[0])
+        return
+    body = op.region(0, lanes=True)
+    n = len(results)
+    for rnd in conflict_free_rounds(lin):
+        tgt = lin[rnd]
+        cur = [r[tgt] for r in results]
+        upd = [u[rnd] for u in upd_flat]
+        out = body(*cur, *upd)
+        for i in range(n):
+            results[i][tgt] = np.broadcast_to(np.asarray(out[i]), tgt.shape).astype(
+                results[i].dtype, copy=False)
+
+
+def scatter_arrays(op, inputs, indices, updates, numbers: dict, kind: str | None,
+                   result_dtypes) -> tuple:
+    shape = tuple(np.shape(inputs[0]))
+    lin, src = scatter_targets(shape, indices, np.shape(updates[0]), **numbers)
+    results = [np.array(x, dtype=dt, copy=True).reshape(-1) for x, dt in zip(inputs, result_dtypes)]
+    upd_flat = [np.asarray(u).reshape(-1)[src].astype(dt, copy=False)
+                for u, dt in zip(updates, result_dtypes)]
+    scatter_apply(op, results, lin, upd_flat, kind)
+    return tuple(r.reshape(shape) for r in results)
+
+
+@kernel("stablehlo.scatter")
+def scatter(op, *args):
+    """See spec.md#scatter. Inputs are never modified."""
+    n = (len(args) - 1) // 2
+    inputs, indices, updates = args[:n], args[n], args[n + 1:]
+    numbers = _scatter_numbers(op.attr("scatter_dimension_numbers"))
+    kind = scatter_body_kind(op, n)
+    dtypes = [op.result_dtype(i) for i in range(n)]
+    return scatter_arrays(op, inputs, indices, updates, numbers, kind, dtypes)
+
+
+# ---------------------------------------------------------------------------
+# dynamic_slice / dynamic_update_slice
+
+
+def _clamped_starts(starts, dims: Sequence[int], sizes: Sequence[int]) -> list[int]:
+    out = []
+    for s, n, k in zip(starts, dims, sizes):
+        v = int(index_int64(np.asarray(s).reshape(-1)[0]))
+        out.append(min(max(v, 0), max(int(n) - int(k), 0)))
+    return out
+
+
+@kernel("stablehlo.dynamic_slice")
+def dynamic_slice(op, operand, *start_indices):
+    """See spec.md#dynamic_slice: start indices are clamped into bounds."""
+    operand = np.asarray(operand)
+    sizes = [int(s) for s in np.asarray(op.attr("slice_sizes")).reshape(-1)]
+    starts = _clamped_starts(start_indices, operand.shape, sizes)
+    idx = tuple(slice(s, s + k) for s, k in zip(starts, sizes))
+    return (np.ascontiguousarray(operand[idx]),)
+
+
+@kernel("stablehlo.dynamic_update_slice")
+def dynamic_update_slice(op, operand, update, *start_indices):
+    """See spec.md#dynamic_update_slice: start indices are clamped into bounds."""
+    operand = np.asarray(operand)
+    update = np.asarray(update)
+    starts = _clamped_starts(start_indices, operand.shape, update.shape)
+    out = operand.copy()
+    idx = tuple(slice(s, s + k) for s, k in zip(starts, update.shape))
+    out[idx] = update
+    return (out,)

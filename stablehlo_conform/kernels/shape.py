@@ -1,0 +1,185 @@
+"""Shape and data-movement ops.
+
+See spec.md#broadcast_in_dim, #concatenate, #get_dimension_size, #iota, #pad,
+#reshape, #reverse, #slice, #transpose. The helpers here are shared with the
+dynamic-shape kernels (:mod:`.dynamic`), which compute the same results from
+shapes known only at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .registry import kernel
+
+
+def _ints(v) -> tuple[int, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, np.ndarray):
+        return tuple(int(x) for x in v.reshape(-1))
+    if isinstance(v, (int, np.integer)):
+        return (int(v),)
+    return tuple(int(x) for x in v)
+
+
+def broadcast_to_shape(operand: np.ndarray, dims: Sequence[int], shape: Sequence[int]) -> np.ndarray:
+    """``operand`` dimension ``i`` becomes result dimension ``dims[i]``
+    (spec.md#broadcast_in_dim); sizes must match or be 1."""
+    operand = np.asarray(operand)
+    dims = list(dims)
+    shape = tuple(int(s) for s in shape)
+    if len(dims) != operand.ndim:
+        raise ValueError(f"broadcast_dimensions {dims} do not match operand rank {operand.ndim}")
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    moved = operand.transpose(order) if order != list(range(len(dims))) else operand
+    expanded = [1] * len(shape)
+    for i in order:
+        n = operand.shape[i]
+        if n != 1 and n != shape[dims[i]]:
+            raise ValueError(f"operand dimension {i} of size {n} cannot broadcast to {shape[dims[i]]}")
+        expanded[dims[i]] = n
+    moved = moved.reshape(expanded)
+    return np.ascontiguousarray(np.broadcast_to(moved, shape))
+
+
+def iota_array(shape: Sequence[int], dim: int, dtype: np.dtype) -> np.ndarray:
+    """See spec.md#iota: ``result[i] = i[dim]`` converted to the element type."""
+    shape = tuple(int(s) for s in shape)
+    n = shape[dim]
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        line = np.arange(n) != 0
+    elif dtype.kind in "iu" and dtype.itemsize * 8 >= 8 and dtype.name in np.sctypeDict:
+        line = np.arange(n, dtype=np.int64).astype(dtype)
+    elif dtype.kind == "c":
+        line = np.arange(n, dtype=np.float64).astype(dtype)
+    elif dtype.kind in "iu":
+        line = np.arange(n, dtype=np.int64).astype(dtype)
+    else:
+        line = np.arange(n, dtype=np.float64).astype(dtype)
+    view = [1] * len(shape)
+    view[dim] = n
+    return np.ascontiguousarray(np.broadcast_to(line.reshape(view), shape))
+
+
+def pad_array(operand: np.ndarray, value, low: Sequence[int], high: Sequence[int],
+              interior: Sequence[int]) -> np.ndarray:
+    """See spec.md#pad: edge padding (possibly negative) and interior padding."""
+    operand = np.asarray(operand)
+    value = np.asarray(value, dtype=operand.dtype)
+    full_shape = []
+    place = []
+    crop = []
+    for n, lo, hi, it in zip(operand.shape, low, high, interior):
+        if it < 0:
+            raise ValueError("interior padding must be non-negative")
+        inner = n + max(n - 1, 0) * it
+        full = max(lo, 0) + inner + max(hi, 0)
+        full_shape.append(full)
+        start = max(lo, 0)
+        place.append(slice(start, start + inner, it + 1) if n else slice(start, start))
+        c0 = -lo if lo < 0 else 0
+        c1 = full - (-hi if hi < 0 else 0)
+        if c1 < c0:
+            raise ValueError("negative result dimension after padding")
+        crop.append(slice(c0, c1))
+    out = np.full(full_shape, value, dtype=operand.dtype)
+    out[tuple(place)] = operand
+    return np.ascontiguousarray(out[tuple(crop)])
+
+
+def slice_array(operand: np.ndarray, start: Sequence[int], limit: Sequence[int],
+                strides: Sequence[int]) -> np.ndarray:
+    """See spec.md#slice."""
+    operand = np.asarray(operand)
+    idx = tuple(slice(int(s), int(l), int(st)) for s, l, st in zip(start, limit, strides))
+    return np.ascontiguousarray(operand[idx])
+
+
+def reshape_to(op, operand: np.ndarray, shape: Sequence) -> np.ndarray:
+    shape = list(shape)
+    unknown = [i for i, s in enumerate(shape) if s is None]
+    if len(unknown) > 1:
+        raise op.unsupported(f"reshape to {shape} with more than one dynamic dimension")
+    if unknown:
+        shape[unknown[0]] = -1
+    return np.ascontiguousarray(np.asarray(operand).reshape([int(s) for s in shape]))
+
+
+@kernel("stablehlo.broadcast_in_dim")
+def broadcast_in_dim(op, operand):
+    """See spec.md#broadcast_in_dim."""
+    dims = _ints(op.attr("broadcast_dimensions"))
+    shape = list(op.result_shape(0))
+    for i, d in enumerate(dims):
+        if shape[d] is None:
+            shape[d] = operand.shape[i]
+    if any(s is None for s in shape):
+        raise op.unsupported("dynamic result dimension not tied to an operand dimension")
+    return (broadcast_to_shape(operand, dims, shape),)
+
+
+@kernel("stablehlo.concatenate")
+def concatenate(op, *inputs):
+    """See spec.md#concatenate."""
+    dim = int(op.attr("dimension"))
+    dtype = op.result_dtype(0)
+    return (np.concatenate([np.asarray(x) for x in inputs], axis=dim).astype(dtype, copy=False),)
+
+
+@kernel("stablehlo.get_dimension_size")
+def get_dimension_size(op, operand):
+    """See spec.md#get_dimension_size."""
+    dim = int(op.attr("dimension"))
+    return (np.asarray(np.shape(operand)[dim], dtype=op.result_dtype(0)),)
+
+
+@kernel("stablehlo.iota")
+def iota(op):
+    """See spec.md#iota."""
+    shape = op.result_shape(0)
+    if any(s is None for s in shape):
+        raise op.unsupported("iota with a dynamic result shape")
+    return (iota_array(shape, int(op.attr("iota_dimension")), op.result_dtype(0)),)
+
+
+@kernel("stablehlo.pad")
+def pad(op, operand, padding_value):
+    """See spec.md#pad."""
+    low = _ints(op.attr("edge_padding_low"))
+    high = _ints(op.attr("edge_padding_high"))
+    interior = _ints(op.attr("interior_padding"))
+    return (pad_array(operand, padding_value, low, high, interior),)
+
+
+@kernel("stablehlo.reshape")
+def reshape(op, operand):
+    """See spec.md#reshape (row-major element order is kept)."""
+    return (reshape_to(op, operand, op.result_shape(0)),)
+
+
+@kernel("stablehlo.reverse")
+def reverse(op, operand):
+    """See spec.md#reverse."""
+    dims = _ints(op.attr("dimensions"))
+    operand = np.asarray(operand)
+    if not dims:
+        return (operand.copy(),)
+    return (np.ascontiguousarray(np.flip(operand, axis=dims)),)
+
+
+@kernel("stablehlo.slice")
+def slice_(op, operand):
+    """See spec.md#slice."""
+    return (slice_array(operand, _ints(op.attr("start_indices")), _ints(op.attr("limit_indices")),
+                        _ints(op.attr("strides"))),)
+
+
+@kernel("stablehlo.transpose")
+def transpose(op, operand):
+    """See spec.md#transpose: ``result[i] = operand[j]`` with ``j[d] = i[permutation[d]]``."""
+    perm = _ints(op.attr("permutation"))
+    return (np.ascontiguousarray(np.transpose(np.asarray(operand), perm)),)
