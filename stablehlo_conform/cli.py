@@ -90,8 +90,11 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Memory budget per op result, in MiB (default: a quarter of RAM).")
 @click.option("--compare", "compare", default="",
               help="Comma-separated backends to run each test on and compare, e.g. numpy,reference,xla.")
+@click.option("--resume", is_flag=True,
+              help="With --jsonl: keep the results already in that file and run only the rest.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
-def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, compare, quiet):
+def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, compare, resume,
+        quiet):
     """Run every test in PATHS (files or folders, recursive)."""
     from .harness.cases import Options, discover
     from .harness.runner import Runner
@@ -110,9 +113,25 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
         if backend not in available():
             raise click.UsageError(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
         del BackendUnavailable
+    if resume and not jsonl_path:
+        raise click.UsageError("--resume needs --jsonl FILE (the stream to continue)")
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
-    stream = open(jsonl_path, "w") if jsonl_path else None
     selected: list[dict] = []
+    done: set[str] = set()
+    if resume and Path(jsonl_path).exists():
+        for line in Path(jsonl_path).read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short when the previous run was killed
+            if rec.get("id") not in done:
+                done.add(rec["id"])
+                selected.append(rec)
+        if selected:
+            click.echo(f"resuming: {len(selected)} results kept from {jsonl_path}")
+    stream = open(jsonl_path, "a" if resume else "w") if jsonl_path else None
+    if stream and resume and stream.tell() > 0 and not Path(jsonl_path).read_bytes().endswith(b"\n"):
+        stream.write("\n")  # end the line a killed run left half written
 
     def on_result(rec: dict) -> None:
         if not _matches(rec["id"], pattern) and not rec["id"].endswith(">"):
@@ -130,7 +149,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
 
     t0 = time.monotonic()
     try:
-        Runner(opts, jobs=jobs, on_result=on_result).run(files)
+        Runner(opts, jobs=jobs, on_result=on_result).run(files, skip=done)
     except KeyboardInterrupt:
         click.echo("interrupted: results so far are kept", err=True)
     finally:

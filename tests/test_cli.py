@@ -115,3 +115,23 @@ def test_ops_lists_coverage():
     r = conform("ops")
     assert r.returncode == 0
     assert "stablehlo.constant" in r.stdout and "ops have a kernel" in r.stdout
+
+
+def test_resume_keeps_streamed_results_and_runs_the_rest(tmp_path):
+    (tmp_path / "b_fail.mlir").write_text(FAILING)
+    (tmp_path / "c_ok.mlir").write_text(PASSING)
+    lines = tmp_path / "r.jsonl"
+    # a previous run that was killed after one result (and half a line)
+    kept = {"id": f"{tmp_path / 'b_fail.mlir'}::wrong", "file": str(tmp_path / "b_fail.mlir"),
+            "function": "wrong", "line": 1, "status": "fail", "message": "from before",
+            "family": "", "ops": [], "dtypes": [], "duration": 0.0, "checks": 1}
+    lines.write_text(json.dumps(kept) + "\n" + '{"id": "cut')
+    out = tmp_path / "o.json"
+    r = conform("run", tmp_path, "--jsonl", lines, "--resume", "--json", out)
+    assert "resuming: 1 results kept" in r.stdout
+    doc = json.loads(out.read_text())
+    by_id = {x["id"]: x for x in doc["results"]}
+    assert by_id[kept["id"]]["message"] == "from before"  # not run again
+    assert by_id[f"{tmp_path / 'c_ok.mlir'}::ok"]["status"] == "pass"
+    assert len(doc["results"]) == 2
+    assert conform("run", tmp_path, "--resume").returncode == 2

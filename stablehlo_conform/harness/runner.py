@@ -128,10 +128,12 @@ class Runner:
                     w.conn.send(None)
                 except Exception:
                     pass
+            deadline = time.monotonic() + 0.2
             for w in idle + busy:
-                w.proc.join(1)
+                w.proc.join(max(0.0, deadline - time.monotonic()))
                 if w.proc.is_alive():
-                    w.proc.kill()
+                    w.proc.kill()  # all its results are in; native teardown can be slow
+                    w.proc.join(1)
         return self.results
 
     def _drain(self, w: _Worker) -> bool:
