@@ -15,6 +15,11 @@ import numpy as np
 
 from .registry import kernel
 
+
+def _c(a) -> np.ndarray:
+    """A C-ordered array that owns its data (keeps rank 0)."""
+    return np.array(a, order="C", copy=True)
+
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -96,7 +101,7 @@ def gather_array(operand: np.ndarray, start_indices: np.ndarray, *, offset_dims:
         else:
             perm.append(b)
             b += 1
-    return np.ascontiguousarray(np.transpose(g, perm))
+    return _c(np.transpose(g, perm))
 
 
 def _gather_numbers(dn) -> dict:
@@ -317,7 +322,7 @@ def dynamic_slice(op, operand, *start_indices):
     sizes = [int(s) for s in np.asarray(op.attr("slice_sizes")).reshape(-1)]
     starts = _clamped_starts(start_indices, operand.shape, sizes)
     idx = tuple(slice(s, s + k) for s, k in zip(starts, sizes))
-    return (np.ascontiguousarray(operand[idx]),)
+    return (_c(operand[idx]),)
 
 
 @kernel("stablehlo.dynamic_update_slice")

@@ -15,6 +15,11 @@ import numpy as np
 from .registry import kernel
 
 
+def _c(a) -> np.ndarray:
+    """A C-ordered array that owns its data (keeps rank 0)."""
+    return np.array(a, order="C", copy=True)
+
+
 def _ints(v) -> tuple[int, ...]:
     if v is None:
         return ()
@@ -42,7 +47,7 @@ def broadcast_to_shape(operand: np.ndarray, dims: Sequence[int], shape: Sequence
             raise ValueError(f"operand dimension {i} of size {n} cannot broadcast to {shape[dims[i]]}")
         expanded[dims[i]] = n
     moved = moved.reshape(expanded)
-    return np.ascontiguousarray(np.broadcast_to(moved, shape))
+    return _c(np.broadcast_to(moved, shape))
 
 
 def iota_array(shape: Sequence[int], dim: int, dtype: np.dtype) -> np.ndarray:
@@ -62,7 +67,7 @@ def iota_array(shape: Sequence[int], dim: int, dtype: np.dtype) -> np.ndarray:
         line = np.arange(n, dtype=np.float64).astype(dtype)
     view = [1] * len(shape)
     view[dim] = n
-    return np.ascontiguousarray(np.broadcast_to(line.reshape(view), shape))
+    return _c(np.broadcast_to(line.reshape(view), shape))
 
 
 def pad_array(operand: np.ndarray, value, low: Sequence[int], high: Sequence[int],
@@ -88,7 +93,7 @@ def pad_array(operand: np.ndarray, value, low: Sequence[int], high: Sequence[int
         crop.append(slice(c0, c1))
     out = np.full(full_shape, value, dtype=operand.dtype)
     out[tuple(place)] = operand
-    return np.ascontiguousarray(out[tuple(crop)])
+    return _c(out[tuple(crop)])
 
 
 def slice_array(operand: np.ndarray, start: Sequence[int], limit: Sequence[int],
@@ -96,7 +101,7 @@ def slice_array(operand: np.ndarray, start: Sequence[int], limit: Sequence[int],
     """See spec.md#slice."""
     operand = np.asarray(operand)
     idx = tuple(slice(int(s), int(l), int(st)) for s, l, st in zip(start, limit, strides))
-    return np.ascontiguousarray(operand[idx])
+    return _c(operand[idx])
 
 
 def reshape_to(op, operand: np.ndarray, shape: Sequence) -> np.ndarray:
@@ -106,7 +111,7 @@ def reshape_to(op, operand: np.ndarray, shape: Sequence) -> np.ndarray:
         raise op.unsupported(f"reshape to {shape} with more than one dynamic dimension")
     if unknown:
         shape[unknown[0]] = -1
-    return np.ascontiguousarray(np.asarray(operand).reshape([int(s) for s in shape]))
+    return _c(np.reshape(np.asarray(operand), tuple(int(s) for s in shape)))
 
 
 @kernel("stablehlo.broadcast_in_dim")
@@ -168,7 +173,7 @@ def reverse(op, operand):
     operand = np.asarray(operand)
     if not dims:
         return (operand.copy(),)
-    return (np.ascontiguousarray(np.flip(operand, axis=dims)),)
+    return (_c(np.flip(operand, axis=dims)),)
 
 
 @kernel("stablehlo.slice")
@@ -182,4 +187,4 @@ def slice_(op, operand):
 def transpose(op, operand):
     """See spec.md#transpose: ``result[i] = operand[j]`` with ``j[d] = i[permutation[d]]``."""
     perm = _ints(op.attr("permutation"))
-    return (np.ascontiguousarray(np.transpose(np.asarray(operand), perm)),)
+    return (_c(np.transpose(np.asarray(operand), perm)),)
