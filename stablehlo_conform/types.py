@@ -299,6 +299,8 @@ def _literal_tree(text: str):
         if kind == "open":
             stack.append([])
         elif kind == "close":
+            if len(stack) == 1:
+                raise ValueError(f"unbalanced dense literal {text[:60]!r}")
             done = stack.pop()
             stack[-1].append(done)
         elif kind == "comma":
