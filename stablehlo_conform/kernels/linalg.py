@@ -1,0 +1,389 @@
+"""Linear algebra: dot_general, dot, convolution, dynamic_conv, cholesky,
+triangular_solve, batch_norm_training/inference/grad.
+
+See spec.md#dot_general, spec.md#convolution, spec.md#dynamic_conv,
+spec.md#cholesky, spec.md#triangular_solve, spec.md#batch_norm_training,
+spec.md#batch_norm_inference, spec.md#batch_norm_grad.
+
+Products go through one BLAS call (``np.matmul``). Floating-point inputs
+narrower than f32 (f16, bf16, f8, ...) are computed in f32 and rounded once
+into the result type. Integer products are exact: they run in f64 when every
+partial sum provably fits in 53 bits, otherwise in (u)int64 with wraparound,
+and are then wrapped into the result type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .reduction import cast_result, contiguous, pad_dilate
+from .registry import kernel
+
+# ---------------------------------------------------------------------------
+# shared helpers
+
+
+def _is_int(dt: np.dtype) -> bool:
+    dt = np.dtype(dt)
+    return dt.kind in "iu" or dt.name in ("int2", "int4", "uint2", "uint4")
+
+
+def _is_unsigned(dt: np.dtype) -> bool:
+    dt = np.dtype(dt)
+    return dt.kind == "u" or dt.name in ("uint2", "uint4")
+
+
+def compute_dtype(dtypes, out_dtype) -> np.dtype:
+    """The dtype a product of operands with ``dtypes`` is computed in."""
+    dts = [np.dtype(d) for d in dtypes] + [np.dtype(out_dtype)]
+    if any(d.kind == "c" for d in dts):
+        wide = any(d in (np.dtype(np.complex128), np.dtype(np.float64)) for d in dts)
+        return np.dtype(np.complex128 if wide else np.complex64)
+    ins = [np.dtype(d) for d in dtypes]
+    if all(d == np.bool_ or _is_int(d) for d in ins):
+        if all(d == np.bool_ for d in ins):
+            return np.dtype(np.int64)
+        if any(d == np.uint64 for d in ins):
+            return np.dtype(np.uint64)
+        return np.dtype(np.int64)
+    if any(d == np.float64 for d in dts):
+        return np.dtype(np.float64)
+    return np.dtype(np.float32)
+
+
+def _max_abs(x: np.ndarray) -> float:
+    if x.size == 0:
+        return 0.0
+    return float(max(abs(int(x.max())), abs(int(x.min()))))
+
+
+def matmul_exact(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
+    """``a @ b`` (batched) in ``cdt``; integer products exact modulo 2**64."""
+    if cdt.kind in "iu":
+        k = a.shape[-1]
+        a64 = a.astype(cdt, copy=False)
+        b64 = b.astype(cdt, copy=False)
+        bound = _max_abs(a64) * _max_abs(b64) * max(k, 1)
+        if bound < 2.0 ** 53:
+            r = np.matmul(a64.astype(np.float64), b64.astype(np.float64))
+            return r.astype(np.int64).astype(cdt)
+        return np.matmul(a64, b64)
+    return np.matmul(a.astype(cdt, copy=False), b.astype(cdt, copy=False))
+
+
+def finish(x: np.ndarray, out_dtype: np.dtype, bool_inputs: bool = False) -> np.ndarray:
+    """Round or wrap a computed product into the result type."""
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype == np.bool_:
+        return contiguous(x != 0)
+    if x.dtype.kind == "c" and out_dtype.kind != "c":
+        x = x.real
+    return contiguous(cast_result(x, out_dtype))
+
+
+def _check_not_quantized(op):
+    for t in tuple(op.operand_types) + tuple(op.result_types):
+        el = getattr(t, "element", None)
+        if el is not None and getattr(el, "quantized", False):
+            raise op.unsupported("quantized operands")
+
+
+# ---------------------------------------------------------------------------
+# dot_general / dot
+
+
+def dot_general_arrays(lhs, rhs, lb, rb, lc, rc, out_dtype) -> np.ndarray:
+    """spec.md#dot_general on arrays: result dims are batch + lhs free + rhs free."""
+    lb, rb, lc, rc = (tuple(int(v) for v in d) for d in (lb, rb, lc, rc))
+    lf = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
+    rf = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
+    bshape = tuple(lhs.shape[d] for d in lb)
+    lfs = tuple(lhs.shape[d] for d in lf)
+    rfs = tuple(rhs.shape[d] for d in rf)
+    B = int(np.prod(bshape, dtype=np.int64))
+    M = int(np.prod(lfs, dtype=np.int64))
+    N = int(np.prod(rfs, dtype=np.int64))
+    K = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
+    cdt = compute_dtype([lhs.dtype, rhs.dtype], out_dtype)
+    L = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(B, M, K)
+    R = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(B, K, N)
+    out = matmul_exact(L, R, cdt)
+    return finish(out.reshape(bshape + lfs + rfs), out_dtype)
+
+
+@kernel("stablehlo.dot_general")
+def dot_general(op, lhs, rhs):
+    """See spec.md#dot_general. ``precision_config`` and ``algorithm`` are
+    accepted; products are computed at least in f32."""
+    _check_not_quantized(op)
+    dn = op.attr("dot_dimension_numbers")
+    return (dot_general_arrays(
+        lhs, rhs,
+        dn.get("lhs_batching_dimensions", ()), dn.get("rhs_batching_dimensions", ()),
+        dn.get("lhs_contracting_dimensions", ()), dn.get("rhs_contracting_dimensions", ()),
+        op.result_dtype(0)),)
+
+
+@kernel("stablehlo.dot")
+def dot(op, lhs, rhs):
+    """Legacy ``stablehlo.dot``: contracts the last dim of lhs with the first of rhs."""
+    _check_not_quantized(op)
+    return (dot_general_arrays(lhs, rhs, (), (), (lhs.ndim - 1,), (0,), op.result_dtype(0)),)
+
+
+# ---------------------------------------------------------------------------
+# convolution
+
+
+def convolution_arrays(lhs, rhs, *, strides, pad, lhs_dil, rhs_dil, reversal, dn,
+                       fgc: int, bgc: int, out_dtype, out_shape=None) -> np.ndarray:
+    """spec.md#convolution: one im2col gather and one batched matmul."""
+    isd = [int(v) for v in dn.input_spatial_dimensions]
+    ksd = [int(v) for v in dn.kernel_spatial_dimensions]
+    osd = [int(v) for v in dn.output_spatial_dimensions]
+    ib, if_ = int(dn.input_batch_dimension), int(dn.input_feature_dimension)
+    ki, ko = int(dn.kernel_input_feature_dimension), int(dn.kernel_output_feature_dimension)
+    ob, of = int(dn.output_batch_dimension), int(dn.output_feature_dimension)
+    ns = len(isd)
+    strides = [int(v) for v in strides] if strides is not None else [1] * ns
+    lhs_dil = [int(v) for v in lhs_dil] if lhs_dil is not None else [1] * ns
+    rhs_dil = [int(v) for v in rhs_dil] if rhs_dil is not None else [1] * ns
+    reversal = [bool(v) for v in reversal] if reversal is not None else [False] * ns
+    pad = np.zeros((ns, 2), np.int64) if pad is None else np.asarray(pad, np.int64).reshape(ns, 2)
+    cdt = compute_dtype([lhs.dtype, rhs.dtype], out_dtype)
+
+    x = np.transpose(lhs, [ib] + isd + [if_]).astype(cdt, copy=False)  # N, S..., C
+    w = np.transpose(rhs, [ko] + ksd + [ki]).astype(cdt, copy=False)   # O, K..., Ci
+    flips = tuple(1 + i for i in range(ns) if reversal[i])
+    if flips:
+        w = np.flip(w, axis=flips)
+    x = pad_dilate(x, [0] + list(pad[:, 0]) + [0], [0] + list(pad[:, 1]) + [0],
+                   [0] + [d - 1 for d in lhs_dil] + [0], np.zeros((), cdt))
+    N, C = x.shape[0], x.shape[-1]
+    O = w.shape[0]
+    ksz = list(w.shape[1:1 + ns])
+    ext = [(k - 1) * d + 1 if k > 0 else 0 for k, d in zip(ksz, rhs_dil)]
+    counts = [0 if s < e else (s - e) // st + 1 for s, e, st in zip(x.shape[1:1 + ns], ext, strides)]
+    G = fgc if fgc > 1 else bgc
+    Nout = N // bgc
+    if any(c == 0 for c in counts) or N == 0 or O == 0 or any(k == 0 for k in ksz):
+        mine = np.zeros((Nout,) + tuple(counts) + (O,), dtype=cdt)
+    else:
+        v = sliding_window_view(x, ext, axis=tuple(range(1, 1 + ns)))  # N, P..., C, E...
+        sl = ((slice(None),) + tuple(slice(None, None, s) for s in strides) + (slice(None),)
+              + tuple(slice(None, None, d) for d in rhs_dil))
+        v = v[sl]
+        v = v[(slice(None),) + tuple(slice(0, c) for c in counts) + (Ellipsis,)]
+        # -> N, P..., K..., C
+        v = np.moveaxis(v, 1 + ns, -1)
+        P = int(np.prod(counts, dtype=np.int64))
+        Kp = int(np.prod(ksz, dtype=np.int64))
+        if fgc > 1:
+            Cg = C // G
+            v = v.reshape(v.shape[:-1] + (G, Cg))
+            A = np.moveaxis(v, -2, 0).reshape(G, N * P, Kp * Cg)
+            Og = O // G
+            W = w.reshape(G, Og, Kp * w.shape[-1]).transpose(0, 2, 1)
+        else:
+            Nb = N // G
+            A = v.reshape((G, Nb) + v.shape[1:]).reshape(G, Nb * P, Kp * C)
+            Og = O // G
+            W = w.reshape(G, Og, Kp * w.shape[-1]).transpose(0, 2, 1)
+        out = matmul_exact(A, W, cdt)  # G, N'*P, Og
+        out = out.reshape((G, Nout) + tuple(counts) + (Og,))
+        mine = np.moveaxis(out, 0, -2).reshape((Nout,) + tuple(counts) + (O,))
+    perm = [0] * (ns + 2)
+    perm[ob] = 0
+    for i, d in enumerate(osd):
+        perm[d] = 1 + i
+    perm[of] = ns + 1
+    return finish(np.transpose(mine, perm), out_dtype)
+
+
+def _conv(op, lhs, rhs, pad):
+    _check_not_quantized(op)
+    res = convolution_arrays(
+        lhs, rhs,
+        strides=op.attr("window_strides"), pad=pad,
+        lhs_dil=op.attr("lhs_dilation"), rhs_dil=op.attr("rhs_dilation"),
+        reversal=op.attr("window_reversal"), dn=op.attr("dimension_numbers"),
+        fgc=int(op.attr("feature_group_count", 1) or 1), bgc=int(op.attr("batch_group_count", 1) or 1),
+        out_dtype=op.result_dtype(0))
+    want = op.result_shape(0)
+    if all(d is not None for d in want) and tuple(res.shape) != tuple(want):
+        raise op.unsupported(f"computed shape {res.shape} differs from declared {tuple(want)}")
+    return (res,)
+
+
+@kernel("stablehlo.convolution")
+def convolution(op, lhs, rhs):
+    """See spec.md#convolution."""
+    return _conv(op, lhs, rhs, op.attr("padding"))
+
+
+@kernel("stablehlo.dynamic_conv")
+def dynamic_conv(op, lhs, rhs, padding):
+    """See spec.md#dynamic_conv: padding is an operand."""
+    return _conv(op, lhs, rhs, np.asarray(padding))
+
+
+# ---------------------------------------------------------------------------
+# cholesky / triangular_solve
+
+
+def _linalg_dtype(dt: np.dtype) -> np.dtype:
+    dt = np.dtype(dt)
+    if dt.kind == "c":
+        return dt
+    if dt == np.float64:
+        return dt
+    return np.dtype(np.float32)
+
+
+@kernel("stablehlo.cholesky")
+def cholesky(op, a):
+    """See spec.md#cholesky. Only the triangle named by ``lower`` is read;
+    the other triangle of the result is zero. A matrix that is not
+    Hermitian positive-definite gives NaNs."""
+    lower = bool(op.attr("lower", False))
+    cdt = _linalg_dtype(a.dtype)
+    x = a.astype(cdt)
+    tri = np.tril(x) if lower else np.conj(np.swapaxes(np.triu(x), -1, -2))
+    diag = np.einsum("...ii->...i", tri).real
+    herm = tri + np.conj(np.swapaxes(tri, -1, -2))
+    idx = np.arange(x.shape[-1])
+    herm[..., idx, idx] = diag
+    try:
+        L = np.linalg.cholesky(herm)
+    except np.linalg.LinAlgError:
+        flat = herm.reshape((-1,) + herm.shape[-2:])
+        L = np.empty_like(flat)
+        for i in range(flat.shape[0]):
+            try:
+                L[i] = np.linalg.cholesky(flat[i])
+            except np.linalg.LinAlgError:
+                L[i] = np.nan
+        L = L.reshape(herm.shape)
+    res = L if lower else np.conj(np.swapaxes(L, -1, -2))
+    return (contiguous(res.astype(op.result_dtype(0))),)
+
+
+def _trsm(a: np.ndarray, b: np.ndarray, lower: bool, unit: bool, trans: int) -> np.ndarray:
+    """Solve op(a) x = b for one matrix; trans 0 = N, 1 = T, 2 = conj T."""
+    from scipy.linalg import solve_triangular
+
+    return solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit, check_finite=False)
+
+
+@kernel("stablehlo.triangular_solve")
+def triangular_solve(op, a, b):
+    """See spec.md#triangular_solve (batched; only the named triangle of
+    ``a`` is read)."""
+    left = bool(op.attr("left_side"))
+    lower = bool(op.attr("lower"))
+    unit = bool(op.attr("unit_diagonal"))
+    ta = str(op.attr("transpose_a", "NO_TRANSPOSE"))
+    trans = {"NO_TRANSPOSE": 0, "TRANSPOSE": 1, "ADJOINT": 2}.get(ta)
+    if trans is None:
+        raise op.unsupported(f"transpose_a {ta}")
+    cdt = _linalg_dtype(a.dtype)
+    A = a.astype(cdt)
+    B = b.astype(cdt)
+    batch = A.shape[:-2]
+    Af = A.reshape((-1,) + A.shape[-2:])
+    Bf = B.reshape((-1,) + B.shape[-2:])
+    X = np.empty_like(Bf)
+    for i in range(Af.shape[0]):
+        ai, bi = Af[i], Bf[i]
+        if left:
+            X[i] = _trsm(ai, bi, lower, unit, trans)
+        else:
+            # x op(a) = b  <=>  op(a)^T x^T = b^T
+            if trans == 0:
+                X[i] = _trsm(ai, bi.T, lower, unit, 1).T
+            elif trans == 1:
+                X[i] = _trsm(ai, bi.T, lower, unit, 0).T
+            else:
+                X[i] = np.conj(_trsm(ai, np.conj(bi.T), lower, unit, 0)).T
+    return (contiguous(X.reshape(batch + B.shape[-2:]).astype(op.result_dtype(0))),)
+
+
+# ---------------------------------------------------------------------------
+# batch norm
+
+
+def _bcast(v: np.ndarray, rank: int, fi: int) -> np.ndarray:
+    shape = [1] * rank
+    shape[fi] = v.shape[0]
+    return v.reshape(shape)
+
+
+def _bn_dtype(dt):
+    dt = np.dtype(dt)
+    return dt if dt == np.float64 else np.dtype(np.float32)
+
+
+@kernel("stablehlo.batch_norm_inference")
+def batch_norm_inference(op, operand, scale, offset, mean, variance):
+    """See spec.md#batch_norm_inference."""
+    _check_not_quantized(op)
+    eps = float(op.attr("epsilon"))
+    fi = int(op.attr("feature_index"))
+    cdt = _bn_dtype(operand.dtype)
+    r = operand.ndim
+    x = operand.astype(cdt)
+    b = lambda v: _bcast(v.astype(cdt), r, fi)  # noqa: E731
+    eps_c = np.asarray(eps, dtype=operand.dtype).astype(cdt)
+    out = (x - b(mean)) / np.sqrt(b(variance) + eps_c) * b(scale) + b(offset)
+    return (contiguous(out.astype(op.result_dtype(0))),)
+
+
+@kernel("stablehlo.batch_norm_training")
+def batch_norm_training(op, operand, scale, offset):
+    """See spec.md#batch_norm_training."""
+    _check_not_quantized(op)
+    eps = float(op.attr("epsilon"))
+    fi = int(op.attr("feature_index"))
+    cdt = _bn_dtype(operand.dtype)
+    r = operand.ndim
+    axes = tuple(i for i in range(r) if i != fi)
+    x = operand.astype(cdt)
+    mean = x.mean(axis=axes) if x.size else np.zeros(x.shape[fi], cdt)
+    centered = x - _bcast(mean, r, fi)
+    var = (centered * centered).mean(axis=axes) if x.size else np.zeros(x.shape[fi], cdt)
+    eps_c = np.asarray(eps, dtype=operand.dtype).astype(cdt)
+    out = centered / np.sqrt(_bcast(var, r, fi) + eps_c) * _bcast(scale.astype(cdt), r, fi) \
+        + _bcast(offset.astype(cdt), r, fi)
+    return (contiguous(out.astype(op.result_dtype(0))),
+            mean.astype(op.result_dtype(1)), var.astype(op.result_dtype(2)))
+
+
+@kernel("stablehlo.batch_norm_grad")
+def batch_norm_grad(op, operand, scale, mean, variance, grad_output):
+    """See spec.md#batch_norm_grad (the decomposition given there)."""
+    _check_not_quantized(op)
+    eps = float(op.attr("epsilon"))
+    fi = int(op.attr("feature_index"))
+    cdt = _bn_dtype(operand.dtype)
+    r = operand.ndim
+    axes = tuple(i for i in range(r) if i != fi)
+    x = operand.astype(cdt)
+    g = grad_output.astype(cdt)
+    sb, mb, vb = (_bcast(v.astype(cdt), r, fi) for v in (scale, mean, variance))
+    eps_c = np.asarray(eps, dtype=operand.dtype).astype(cdt)
+    centered = x - mb
+    stddev = np.sqrt(vb + eps_c)
+    normalized = centered / stddev
+    n = np.asarray(x.size / x.shape[fi] if x.shape[fi] else 0, dtype=cdt)
+    i1 = g * n
+    i2 = _bcast(g.sum(axis=axes), r, fi)
+    i3 = _bcast((g * centered).sum(axis=axes), r, fi)
+    i4 = i3 * centered
+    i5 = i4 / (vb + eps_c)
+    i6 = (i1 - i2) - i5
+    grad_operand = sb / stddev / n * i6
+    grad_scale = (g * normalized).sum(axis=axes)
+    grad_offset = g.sum(axis=axes)
+    return (contiguous(grad_operand.astype(op.result_dtype(0))),
+            grad_scale.astype(op.result_dtype(1)), grad_offset.astype(op.result_dtype(2)))

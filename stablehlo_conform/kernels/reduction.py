@@ -1,0 +1,377 @@
+"""Reductions: reduce, reduce_window, select_and_scatter.
+
+See spec.md#reduce, spec.md#reduce_window, spec.md#select_and_scatter.
+
+Bodies are evaluated on whole arrays of lanes (every op of such a body is
+element-wise on rank-0 values). Plain ``add``/``multiply``/``maximum``/
+``minimum``/``and``/``or``/``xor`` bodies take a NumPy ``ufunc.reduce`` fast
+path; every other body goes through the general path:
+
+- ``reduce``: a pairwise tree fold along the reduced axes that keeps the
+  operands in index order (valid for any associative body), then
+  ``body(init, tree)``.
+- ``reduce_window``: a sequential fold over the window positions in row-major
+  order starting from the init value (the schedule XLA uses).
+
+Low-precision floats (f16, bf16, f8, ...) are accumulated in f32 on the fast
+path and rounded once into the result type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .registry import kernel
+
+# ---------------------------------------------------------------------------
+# body analysis
+
+
+_UFUNC_OPS = {
+    "stablehlo.add": "add",
+    "stablehlo.multiply": "mul",
+    "stablehlo.maximum": "max",
+    "stablehlo.minimum": "min",
+    "stablehlo.and": "and",
+    "stablehlo.or": "or",
+    "stablehlo.xor": "xor",
+}
+
+
+def simple_body(op, region_index: int = 0) -> str | None:
+    """Name of the binary op a region reduces with (``add``, ``mul``, ``max``,
+    ``min``, ``and``, ``or``, ``xor``), or None if the body is anything else.
+
+    The body must be exactly ``%r = op(%a0, %a1); return %r`` over its two
+    block arguments (either operand order: all these ops are commutative).
+    """
+    region = op.op.regions[region_index]
+    if len(region.blocks) != 1:
+        return None
+    block = region.blocks[0]
+    if len(block.args) != 2 or len(block.ops) != 2:
+        return None
+    bop, ret = block.ops
+    kind = _UFUNC_OPS.get(bop.name)
+    if kind is None or ret.name not in ("stablehlo.return", "mhlo.return"):
+        return None
+    if sorted(bop.operands) != sorted(block.args) or bop.operands[0] == bop.operands[1]:
+        return None
+    if tuple(ret.operands) != (bop.results[0],):
+        return None
+    types = set(str(t) for t in block.arg_types) | {str(bop.result_types[0])}
+    if len(types) != 1:
+        return None
+    return kind
+
+
+def _compute_dtype(dtype: np.dtype, kind: str) -> np.dtype | None:
+    """The dtype a fast-path reduction of ``kind`` runs in (None: no fast path)."""
+    dtype = np.dtype(dtype)
+    name = dtype.name
+    if dtype == np.bool_:
+        return dtype
+    if dtype.kind in "iu":
+        if kind in ("add", "mul"):
+            return np.dtype(np.int64 if dtype.kind == "i" else np.uint64)
+        return dtype
+    if name in ("int2", "int4"):
+        return np.dtype(np.int64)
+    if name in ("uint2", "uint4"):
+        return np.dtype(np.uint64)
+    if dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        return dtype
+    if dtype.kind == "c":
+        return dtype if kind in ("add", "mul") else None
+    if kind in ("and", "or", "xor"):
+        return None
+    if dtype == np.float16 or "float" in name:
+        return np.dtype(np.float32)
+    return None
+
+
+_BOOL_UFUNC = {"add": np.logical_or, "mul": np.logical_and, "max": np.logical_or,
+               "min": np.logical_and, "and": np.logical_and, "or": np.logical_or,
+               "xor": np.logical_xor}
+_UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+          "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def ufunc_for(kind: str, dtype: np.dtype):
+    if dtype == np.bool_:
+        return _BOOL_UFUNC[kind]
+    if kind in ("and", "or", "xor") and dtype.kind not in "iu":
+        return None
+    return _UFUNC[kind]
+
+
+def contiguous(x) -> np.ndarray:
+    """``x`` as a C-contiguous array, keeping rank 0."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else x.copy()
+
+
+def cast_result(x, dtype: np.dtype) -> np.ndarray:
+    """Round/wrap ``x`` into ``dtype`` (integers wrap modulo 2**bits)."""
+    x = np.asarray(x)
+    if x.dtype == dtype:
+        return x
+    if dtype.kind in "iu" or "int" in dtype.name:
+        bits = np.dtype(dtype).itemsize * 8
+        name = dtype.name
+        if name in ("int4", "uint4", "int2", "uint2"):
+            bits = int(name[-1])
+        if x.dtype.kind in "iu" and bits < 64:
+            x = x.astype(np.int64) & ((1 << bits) - 1)
+            if not name.startswith("u"):
+                x = np.where(x >= (1 << (bits - 1)), x - (1 << bits), x)
+        return x.astype(dtype)
+    return x.astype(dtype)
+
+
+def fast_reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], init, out_dtype: np.dtype):
+    """``init (op) reduce(op, x, axes)`` for one of the simple bodies, or None
+    if this kind/dtype has no fast path."""
+    cdt = _compute_dtype(x.dtype, kind)
+    if cdt is None:
+        return None
+    uf = ufunc_for(kind, cdt)
+    if uf is None:
+        return None
+    xc = x.astype(cdt, copy=False)
+    ic = np.asarray(init).astype(cdt)
+    if xc.size == 0 or not axes:
+        red = None
+    else:
+        red = uf.reduce(xc, axis=axes)
+    if red is None:
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        if not axes:
+            res = uf(ic, xc)
+        else:
+            res = np.broadcast_to(ic, shape)
+    else:
+        res = uf(ic, red)
+    return contiguous(cast_result(res, out_dtype))
+
+
+# ---------------------------------------------------------------------------
+# reduce
+
+
+def _tree_fold(body, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Fold the last axis of ``arrays`` pairwise, keeping index order."""
+    n = arrays[0].shape[-1]
+    while n > 1:
+        h = n // 2
+        left = [a[..., 0:2 * h:2] for a in arrays]
+        right = [a[..., 1:2 * h:2] for a in arrays]
+        res = [np.asarray(r) for r in body(*left, *right)]
+        if n % 2:
+            res = [np.concatenate([r.astype(a.dtype, copy=False), a[..., 2 * h:]], axis=-1)
+                   for r, a in zip(res, arrays)]
+        arrays = res
+        n = arrays[0].shape[-1]
+    return [a[..., 0] for a in arrays]
+
+
+def _body_arg_dtypes(op, region_index: int, n: int) -> list[np.dtype]:
+    types = op.op.regions[region_index].blocks[0].arg_types
+    return [t.dtype for t in types[:n]]
+
+
+def _check_not_quantized(op):
+    for t in tuple(op.operand_types) + tuple(op.result_types):
+        el = getattr(t, "element", None)
+        if el is not None and getattr(el, "quantized", False):
+            raise op.unsupported("quantized operands")
+
+
+@kernel("stablehlo.reduce")
+def reduce(op, *operands):
+    """See spec.md#reduce."""
+    _check_not_quantized(op)
+    n = len(operands) // 2
+    inputs, inits = list(operands[:n]), list(operands[n:])
+    dims = tuple(sorted(int(d) for d in op.attr("dimensions", ())))
+    out_dtypes = [op.result_dtype(i) for i in range(n)]
+    arg_dtypes = _body_arg_dtypes(op, 0, n)
+    inputs = [x if x.dtype == d else x.astype(d) for x, d in zip(inputs, arg_dtypes)]
+    inits = [np.asarray(v).astype(d) for v, d in zip(inits, arg_dtypes)]
+    if n == 1:
+        kind = simple_body(op)
+        if kind is not None and inputs[0].dtype == out_dtypes[0]:
+            r = fast_reduce(kind, inputs[0], dims, inits[0], out_dtypes[0])
+            if r is not None:
+                return (r,)
+    return tuple(reduce_general(op.region(0, lanes=True), inputs, inits, dims, out_dtypes))
+
+
+def reduce_general(body, inputs, inits, dims, out_dtypes):
+    """Tree-fold ``inputs`` over ``dims`` with ``body`` (lanes), init folded in."""
+    x0 = inputs[0]
+    keep = [i for i in range(x0.ndim) if i not in dims]
+    out_shape = tuple(x0.shape[i] for i in keep)
+    count = int(np.prod([x0.shape[i] for i in dims], dtype=np.int64)) if dims else 1
+    if count == 0:
+        return [np.full(out_shape, v, dtype=d) for v, d in zip(inits, out_dtypes)]
+    perm = keep + list(dims)
+    flat = [np.transpose(x, perm).reshape(out_shape + (count,)) for x in inputs]
+    folded = _tree_fold(body, flat)
+    ib = [np.broadcast_to(v, out_shape) for v in inits]
+    res = body(*ib, *folded)
+    return [contiguous(np.broadcast_to(np.asarray(r), out_shape)).astype(d, copy=False)
+            for r, d in zip(res, out_dtypes)]
+
+
+# ---------------------------------------------------------------------------
+# padding / windows helpers (also used by convolution)
+
+
+def pad_dilate(x: np.ndarray, low, high, interior, value) -> np.ndarray:
+    """spec.md#pad: edge padding ``low``/``high`` (negative crops) and
+    ``interior`` padding between elements, filled with ``value``."""
+    low = [int(v) for v in low]
+    high = [int(v) for v in high]
+    interior = [int(v) for v in interior]
+    if not any(low) and not any(high) and not any(interior):
+        return x
+    dil = [(n - 1) * (i + 1) + 1 if n > 0 else 0 for n, i in zip(x.shape, interior)]
+    full = [max(lo, 0) + d + max(hi, 0) for lo, d, hi in zip(low, dil, high)]
+    out = np.full(full, value, dtype=x.dtype)
+    dst = tuple(slice(max(lo, 0), max(lo, 0) + d, i + 1) for lo, d, i in zip(low, dil, interior))
+    out[dst] = x
+    crop = tuple(slice(max(-lo, 0), f - max(-hi, 0)) for lo, hi, f in zip(low, high, full))
+    out = out[crop]
+    return out
+
+
+def windows(x: np.ndarray, window, strides, dilations) -> np.ndarray:
+    """View of shape ``num_windows + window`` of the windows of ``x``."""
+    r = x.ndim
+    ext = [(w - 1) * d + 1 for w, d in zip(window, dilations)]
+    counts = [0 if (s < e) else (s - e) // st + 1 for s, e, st in zip(x.shape, ext, strides)]
+    if any(c == 0 for c in counts) or x.size == 0:
+        return np.zeros(tuple(counts) + tuple(window), dtype=x.dtype)
+    v = sliding_window_view(x, ext, axis=tuple(range(r)))
+    sl = tuple(slice(None, None, st) for st in strides) + tuple(slice(None, None, d) for d in dilations)
+    v = v[sl]
+    return v[tuple(slice(0, c) for c in counts) + (Ellipsis,)]
+
+
+def _window_attrs(op, rank: int):
+    wd = tuple(int(v) for v in op.attr("window_dimensions"))
+    ws = tuple(int(v) for v in (op.attr("window_strides") or (1,) * rank))
+    bd = tuple(int(v) for v in (op.attr("base_dilations") or (1,) * rank))
+    wdl = tuple(int(v) for v in (op.attr("window_dilations") or (1,) * rank))
+    pad = op.attr("padding")
+    if pad is None:
+        pad = np.zeros((rank, 2), dtype=np.int64)
+    pad = np.asarray(pad, dtype=np.int64).reshape(rank, 2)
+    return wd, ws, bd, wdl, pad
+
+
+@kernel("stablehlo.reduce_window")
+def reduce_window(op, *operands):
+    """See spec.md#reduce_window."""
+    _check_not_quantized(op)
+    n = len(operands) // 2
+    inputs, inits = list(operands[:n]), list(operands[n:])
+    rank = inputs[0].ndim
+    wd, ws, bd, wdl, pad = _window_attrs(op, rank)
+    out_dtypes = [op.result_dtype(i) for i in range(n)]
+    arg_dtypes = _body_arg_dtypes(op, 0, n)
+    inputs = [x if x.dtype == d else x.astype(d) for x, d in zip(inputs, arg_dtypes)]
+    inits = [np.asarray(v).astype(d) for v, d in zip(inits, arg_dtypes)]
+    out_shape = tuple(op.result_shape(0))
+    padded = [pad_dilate(x, pad[:, 0], pad[:, 1], [b - 1 for b in bd], v) for x, v in zip(inputs, inits)]
+    wins = [windows(p, wd, ws, wdl) for p in padded]
+    if None not in out_shape and wins[0].shape[:rank] != out_shape:
+        raise op.unsupported(f"window count {wins[0].shape[:rank]} does not match result {out_shape}")
+    out_shape = wins[0].shape[:rank]
+    waxes = tuple(range(rank, 2 * rank))
+    if n == 1:
+        kind = simple_body(op)
+        if kind is not None and inputs[0].dtype == out_dtypes[0]:
+            r = fast_reduce(kind, wins[0], waxes, inits[0], out_dtypes[0])
+            if r is not None:
+                return (r,)
+    body = op.region(0, lanes=True)
+    accs = [np.full(out_shape, v, dtype=v.dtype) for v in inits]
+    if int(np.prod(out_shape, dtype=np.int64)) > 0:
+        for off in np.ndindex(*wd):
+            xs = [w[(Ellipsis,) + off] for w in wins]
+            accs = [np.broadcast_to(np.asarray(a), out_shape) for a in body(*accs, *xs)]
+    return tuple(contiguous(a).astype(d, copy=False) for a, d in zip(accs, out_dtypes))
+
+
+# ---------------------------------------------------------------------------
+# select_and_scatter
+
+
+def scatter_combine(body, kind, result_flat: np.ndarray, targets: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """``result[t] = body(result[t], s)`` for every (t, s) pair, in order."""
+    if targets.size == 0:
+        return result_flat
+    if kind is not None:
+        cdt = _compute_dtype(result_flat.dtype, kind)
+        uf = ufunc_for(kind, cdt) if cdt is not None else None
+        if uf is not None:
+            acc = result_flat.astype(cdt)
+            uf.at(acc, targets, src.astype(cdt))
+            return cast_result(acc, result_flat.dtype)
+    order = np.argsort(targets, kind="stable")
+    t = targets[order]
+    s = src[order]
+    starts = np.r_[0, np.flatnonzero(t[1:] != t[:-1]) + 1]
+    group_start = np.repeat(starts, np.diff(np.r_[starts, t.size]))
+    rank = np.arange(t.size) - group_start
+    out = result_flat.copy()
+    for r in range(int(rank.max()) + 1):
+        m = rank == r
+        tt = t[m]
+        (v,) = body(out[tt], s[m])[:1]
+        out[tt] = np.asarray(v).astype(out.dtype, copy=False)
+    return out
+
+
+@kernel("stablehlo.select_and_scatter")
+def select_and_scatter(op, operand, source, init_value):
+    """See spec.md#select_and_scatter. Padding elements are never selected."""
+    _check_not_quantized(op)
+    rank = operand.ndim
+    wd = tuple(int(v) for v in op.attr("window_dimensions"))
+    ws = tuple(int(v) for v in (op.attr("window_strides") or (1,) * rank))
+    pad = op.attr("padding")
+    pad = np.zeros((rank, 2), np.int64) if pad is None else np.asarray(pad, np.int64).reshape(rank, 2)
+    out_dtype = op.result_dtype(0)
+    idx = np.arange(operand.size, dtype=np.int64).reshape(operand.shape)
+    pv = pad_dilate(operand, pad[:, 0], pad[:, 1], [0] * rank, np.asarray(init_value).astype(operand.dtype))
+    pi = pad_dilate(idx, pad[:, 0], pad[:, 1], [0] * rank, -1)
+    wv = windows(pv, wd, ws, (1,) * rank)
+    wi = windows(pi, wd, ws, (1,) * rank)
+    nwin = wv.shape[:rank]
+    result = np.full(operand.size, np.asarray(init_value), dtype=out_dtype)
+    if int(np.prod(nwin, dtype=np.int64)) == 0 or operand.size == 0:
+        return (result.reshape(operand.shape),)
+    if tuple(source.shape) != tuple(nwin):
+        raise op.unsupported(f"source shape {source.shape} does not match window count {nwin}")
+    select = op.region(0, lanes=True)
+    offs = list(np.ndindex(*wd))
+    sel_v = wv[(Ellipsis,) + offs[0]].copy()
+    sel_i = wi[(Ellipsis,) + offs[0]].copy()
+    for off in offs[1:]:
+        cv = wv[(Ellipsis,) + off]
+        ci = wi[(Ellipsis,) + off]
+        (keep,) = select(sel_v, cv)[:1]
+        keep = np.broadcast_to(np.asarray(keep, dtype=bool), nwin)
+        cvalid = ci >= 0
+        take = cvalid & ((sel_i < 0) | ~keep)
+        sel_v = np.where(take, cv, sel_v)
+        sel_i = np.where(take, ci, sel_i)
+    targets = sel_i.ravel()
+    src = source.ravel().astype(out_dtype, copy=False)
+    ok = targets >= 0
+    result = scatter_combine(op.region(1, lanes=True), simple_body(op, 1), result, targets[ok], src[ok])
+    return (result.reshape(operand.shape),)
