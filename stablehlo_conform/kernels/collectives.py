@@ -115,16 +115,17 @@ def _zeros(op, i: int) -> np.ndarray:
 def _reduce(op, values: list[np.ndarray], i: int) -> np.ndarray:
     """Left fold of ``computation`` over ``values`` (converted to the
     computation's element type), as spec.md#all_reduce's schedule allows."""
-    ty = op.result_type(i)
+    dtype = op.result_dtype(i)
     body = op.region(0, lanes=True)
-    acc = np.asarray(values[0]).astype(ty.dtype, copy=True)
+    acc = np.asarray(values[0]).astype(dtype, copy=True)
+    shape = acc.shape
     for v in values[1:]:
-        out = body(acc, np.asarray(v).astype(ty.dtype, copy=False))
+        out = body(acc, np.asarray(v).astype(dtype, copy=False))
         acc = np.asarray(out[0])
-        if acc.dtype != ty.dtype:
-            acc = acc.astype(ty.dtype)
-        if acc.shape != tuple(ty.shape):
-            acc = np.broadcast_to(acc, ty.shape).copy()
+        if acc.dtype != dtype:
+            acc = acc.astype(dtype)
+        if acc.shape != shape:
+            acc = np.broadcast_to(acc, shape).copy()
     return acc
 
 
