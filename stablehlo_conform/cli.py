@@ -93,11 +93,30 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--resume", is_flag=True,
               help="With --jsonl: keep the results already in that file and run only the rest.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
+@click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
+              help="Expected failures (JSON from 'conform baseline update', or 'id | reason' lines): "
+                   "fail only on regressions.")
+@click.option("--min-pass-rate", "min_pass_rate", multiple=True, metavar="[FAMILY=]RATE",
+              help="Gate on the pass rate of op families, e.g. stablehlo.add=0.9 (repeatable) or 0.95 for all.")
+@click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write a JUnit XML report.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
 def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, compare, resume,
-        quiet):
-    """Run every test in PATHS (files or folders, recursive)."""
+        quiet, baseline_path, min_pass_rate, junit_path, html_path):
+    """Run every test in PATHS (files or folders, recursive).
+
+    Exit code 0 when the gate passes (by default: every test passed; with
+    --baseline: no regression; with --min-pass-rate: every op family at its
+    rate; with both: both), 1 when it fails, 2 on a usage error.
+    """
     from .harness.cases import Options, discover
+    from .harness.gate import Baseline, GateError, parse_min_pass_rates
     from .harness.runner import Runner
+
+    try:
+        baseline = Baseline.load(baseline_path) if baseline_path else None
+        min_rates = parse_min_pass_rates(min_pass_rate)
+    except GateError as e:
+        raise click.UsageError(str(e)) from None
 
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
@@ -165,12 +184,34 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
     parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
+    doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
+           "results": selected}
     if json_path:
-        doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
-               "results": selected}
         Path(json_path).write_text(json.dumps(doc, indent=1))
-    ok = summary["total"] > 0 and summary["pass"] == summary["total"]
-    sys.exit(0 if ok else 1)
+    sys.exit(_finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path))
+
+
+def _finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path) -> int:
+    """Reports and the gate of ``conform run``; returns the exit code."""
+    from .harness.gate import evaluate_gate
+    from .harness.reports.text import gate_lines
+
+    if junit_path:
+        from .harness.reports.junit import write_junit
+
+        write_junit(junit_path, [doc], baseline)
+        click.echo(f"JUnit XML: {junit_path}")
+    if html_path:
+        from .harness.reports.html import write_html
+
+        write_html(html_path, [doc], baseline)
+        click.echo(f"HTML report: {html_path}")
+    gate = evaluate_gate(doc["results"], baseline, min_rates)
+    if baseline is not None or min_rates:
+        click.echo("")
+        for line in gate_lines(gate, baseline_path):
+            click.echo(line)
+    return gate.exit_code
 
 
 def _memory_budget(mib: float | None) -> int | None:

@@ -1,0 +1,128 @@
+"""``conform report`` and ``conform baseline``: reports and CI gates from
+the results a run wrote with ``--json`` (or streamed with ``--jsonl``).
+
+Exit codes: 0 success (for ``baseline check``: the gate passes), 1 the gate
+fails, 2 usage error (missing or unreadable files, bad options).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+def _load_runs(paths):
+    from .harness.reports import ReportError, load_results
+
+    try:
+        return [load_results(p) for p in paths]
+    except ReportError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _load_baseline(path):
+    from .harness.gate import Baseline, GateError
+
+    if not path:
+        return None
+    try:
+        return Baseline.load(path)
+    except GateError as e:
+        raise click.UsageError(str(e)) from None
+
+
+@click.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--html", "html_path", type=click.Path(dir_okay=False),
+              help="Write one self-contained HTML page (op x element type x backend matrix, failure details).")
+@click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False),
+              help="Write a JUnit XML report (one testsuite per results file).")
+@click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
+              help="Mark the tests this baseline lists as known failures.")
+@click.option("--title", default="", help="Title of the HTML page.")
+@click.option("--quiet", "-q", is_flag=True, help="Do not print the pass table.")
+def report(results, html_path, junit_path, baseline_path, title, quiet):
+    """Reports from RESULTS (files written by 'conform run --json'), e.g. one
+    per backend: a pass table per op family and backend, and optionally an
+    HTML page and JUnit XML."""
+    from .harness.reports.text import family_table
+
+    runs = _load_runs(results)
+    baseline = _load_baseline(baseline_path)
+    if not quiet:
+        for line in family_table(runs):
+            click.echo(line)
+    if html_path:
+        from .harness.reports.html import write_html
+
+        write_html(html_path, runs, baseline, title)
+        click.echo(f"HTML report: {html_path}")
+    if junit_path:
+        from .harness.reports.junit import write_junit
+
+        write_junit(junit_path, runs, baseline)
+        click.echo(f"JUnit XML: {junit_path}")
+
+
+@click.group()
+def baseline():
+    """Baselines: the tests a backend is known to fail, with reasons."""
+
+
+@baseline.command("update")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="Baseline file to write (JSON). If it exists, its reasons are kept.")
+@click.option("--from", "previous", type=click.Path(exists=True, dir_okay=False),
+              help="Take existing entries and reasons from this baseline instead of OUTPUT.")
+@click.option("--prune", is_flag=True, help="Drop entries whose tests are not in RESULTS.")
+def baseline_update(results, output, previous, prune):
+    """Write a baseline listing every non-passing test of RESULTS.
+
+    Entries already in the baseline keep their reason; new entries get the
+    failure message as reason; entries of tests that pass now are removed.
+    """
+    from .harness.gate import update_baseline
+
+    runs = _load_runs(results)
+    src = previous or (output if Path(output).exists() else None)
+    existing = _load_baseline(src)
+    recs = [r for run in runs for r in run["results"]]
+    backends = sorted({run["backend"] for run in runs})
+    new, stats = update_baseline(recs, existing, backend=",".join(backends) if backends else None, prune=prune)
+    new.save(output)
+    click.echo(f"{output}: {len(new)} expected failures ({len(stats.added)} added, {len(stats.kept)} kept, "
+               f"{len(stats.removed)} removed as passing, {len(stats.not_run)} "
+               f"{'dropped as' if prune else 'kept though'} not run)")
+    for tid in stats.removed[:50]:
+        click.echo(f"  removed (passes now): {tid}")
+
+
+@baseline.command("check")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
+              help="Expected failures: fail only on regressions.")
+@click.option("--min-pass-rate", "min_pass_rate", multiple=True, metavar="[FAMILY=]RATE",
+              help="Minimum pass rate per op family (repeatable) or for all.")
+def baseline_check(results, baseline_path, min_pass_rate):
+    """Gate a finished run (RESULTS from 'conform run --json') as
+    'conform run --baseline ... --min-pass-rate ...' would: exit 0 if it
+    passes, 1 if not."""
+    from .harness.gate import GateError, evaluate_gate, parse_min_pass_rates
+    from .harness.reports.text import gate_lines
+
+    runs = _load_runs(results)
+    bl = _load_baseline(baseline_path)
+    try:
+        rates = parse_min_pass_rates(min_pass_rate)
+    except GateError as e:
+        raise click.UsageError(str(e)) from None
+    gate = evaluate_gate([r for run in runs for r in run["results"]], bl, rates)
+    for line in gate_lines(gate, baseline_path):
+        click.echo(line)
+    sys.exit(gate.exit_code)
+
+
+COMMANDS = [report, baseline]
