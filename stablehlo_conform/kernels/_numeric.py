@@ -1,0 +1,223 @@
+"""Numeric helpers shared by the element-wise, conversion and CHLO kernels.
+
+Floats narrower than ``f64`` are computed in ``f64`` (complex in
+``complex128``) and rounded once into the result type. NumPy rounds
+``f64 -> f16/f32`` directly, but ``ml_dtypes`` converts ``f64`` to ``bf16`` and
+the f4/f6/f8 family through ``f32``, which can round twice; :func:`round_to`
+avoids that by rounding to ``f32`` with round-to-odd first (exact for any
+target with at most 22 significand bits).
+
+Sub-byte integers (``i2``, ``i4``, ``ui2``, ``ui4``) are computed in ``int64``
+and wrapped at their own width.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import ml_dtypes
+import numpy as np
+
+from .. import types as T
+
+F64 = np.dtype(np.float64)
+F32 = np.dtype(np.float32)
+C128 = np.dtype(np.complex128)
+
+_NATIVE_FLOATS = (np.dtype(np.float16), F32, F64)
+
+
+@lru_cache(maxsize=None)
+def kind_of(dt: np.dtype) -> str:
+    """``bool``, ``int``, ``uint``, ``float`` or ``complex`` for a value dtype."""
+    dt = np.dtype(dt)
+    try:
+        return T.ElementType(T.name_of_dtype(dt)).kind
+    except KeyError:
+        if dt.kind == "b":
+            return "bool"
+        if dt.kind == "i":
+            return "int"
+        if dt.kind == "u":
+            return "uint"
+        if dt.kind == "c":
+            return "complex"
+        return "float"
+
+
+@lru_cache(maxsize=None)
+def bits_of(dt: np.dtype) -> int:
+    dt = np.dtype(dt)
+    try:
+        return T.ElementType(T.name_of_dtype(dt)).bits
+    except KeyError:
+        return dt.itemsize * 8
+
+
+def is_float(dt) -> bool:
+    return kind_of(np.dtype(dt)) == "float"
+
+
+def is_complex(dt) -> bool:
+    return kind_of(np.dtype(dt)) == "complex"
+
+
+def is_integer(dt) -> bool:
+    return kind_of(np.dtype(dt)) in ("int", "uint")
+
+
+def is_signed(dt) -> bool:
+    return kind_of(np.dtype(dt)) == "int"
+
+
+def is_subbyte_int(dt) -> bool:
+    dt = np.dtype(dt)
+    return is_integer(dt) and bits_of(dt) < 8
+
+
+def out(x, dt) -> np.ndarray:
+    """``x`` as an ndarray of exactly ``dt`` (0-d stays a 0-d array)."""
+    dt = np.dtype(dt)
+    if isinstance(x, np.ndarray) and x.dtype == dt:
+        return x
+    return np.asarray(x).astype(dt)
+
+
+# --------------------------------------------------------------------------- #
+# floats
+# --------------------------------------------------------------------------- #
+
+def wide(x: np.ndarray) -> np.ndarray:
+    """Float -> f64, complex -> complex128, exactly."""
+    x = np.asarray(x)
+    k = kind_of(x.dtype)
+    if k == "complex":
+        return x.astype(C128)
+    if x.dtype in _NATIVE_FLOATS:
+        return x.astype(F64)
+    return x.astype(F32).astype(F64)
+
+
+def _f64_to_f32_odd(x: np.ndarray) -> np.ndarray:
+    """Round f64 to f32 with round-to-odd (sticky) for inexact results."""
+    with np.errstate(all="ignore"):
+        f = x.astype(F32)
+        back = f.astype(F64)
+        inexact = (back != x) & ~np.isnan(x)
+        if not inexact.any():
+            return f
+        # truncate toward zero, then force the last significand bit to 1
+        too_big = np.abs(back) > np.abs(x)
+        f = np.where(inexact & too_big, np.nextafter(f, np.float32(0)), f)
+        bits = f.view(np.uint32)
+        bits = np.where(inexact, bits | np.uint32(1), bits)
+        return bits.astype(np.uint32).view(F32)
+
+
+def round_to(x, dt) -> np.ndarray:
+    """Round an f64/complex128 (or exact narrower) array once into ``dt``."""
+    dt = np.dtype(dt)
+    x = np.asarray(x)
+    k = kind_of(dt)
+    if k == "complex":
+        return x.astype(dt)
+    if x.dtype.kind == "c":
+        x = x.real
+    if dt in _NATIVE_FLOATS:
+        with np.errstate(all="ignore"):
+            return x.astype(dt)
+    if k == "float":
+        if x.dtype == F64:
+            return _f64_to_f32_odd(x).astype(dt)
+        return x.astype(dt)
+    return x.astype(dt)
+
+
+@lru_cache(maxsize=None)
+def float_format(dt: np.dtype) -> tuple[int, int]:
+    """(exponent bits, explicit mantissa bits) of a float dtype."""
+    dt = np.dtype(dt)
+    info = np.finfo(dt) if dt in _NATIVE_FLOATS else ml_dtypes.finfo(dt)
+    nbits = bits_of(dt)
+    m = int(info.nmant)
+    e = nbits - m - 1
+    if dt == np.dtype(ml_dtypes.float8_e8m0fnu):
+        e = 8
+    return e, m
+
+
+def uint_of_bits(nbits: int):
+    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}.get(nbits)
+
+
+def float_bits(x: np.ndarray) -> np.ndarray:
+    """Bit patterns of a float array as uint64 (low ``bits`` bits used)."""
+    x = np.asarray(x)
+    b = T.to_bits(x).reshape(x.shape)
+    return b.astype(np.uint64) & np.uint64((1 << bits_of(x.dtype)) - 1)
+
+
+def float_from_bits(b: np.ndarray, dt: np.dtype) -> np.ndarray:
+    dt = np.dtype(dt)
+    cont = T.bits_container(dt)
+    b = np.asarray(b)
+    return np.ascontiguousarray(b.astype(cont)).view(dt).reshape(b.shape)
+
+
+# --------------------------------------------------------------------------- #
+# integers
+# --------------------------------------------------------------------------- #
+
+def int_limits(dt) -> tuple[int, int]:
+    dt = np.dtype(dt)
+    b = bits_of(dt)
+    if is_signed(dt):
+        return -(1 << (b - 1)), (1 << (b - 1)) - 1
+    if kind_of(dt) == "bool":
+        return 0, 1
+    return 0, (1 << b) - 1
+
+
+def to_i64(x: np.ndarray) -> np.ndarray:
+    """Integer/bool array -> int64 (uint64 keeps its bit pattern)."""
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        return x.astype(np.int64)
+
+
+def wrap_i64(v: np.ndarray, dt) -> np.ndarray:
+    """Wrap int64 values (two's complement) into integer type ``dt``."""
+    dt = np.dtype(dt)
+    b = bits_of(dt)
+    v = np.asarray(v, dtype=np.int64)
+    with np.errstate(all="ignore"):
+        if b >= 64:
+            return v.astype(dt)
+        mask = np.int64((1 << b) - 1)
+        u = v & mask
+        if is_signed(dt):
+            half = np.int64(1 << (b - 1))
+            u = np.where(u >= half, u - (mask + 1), u)
+        return u.astype(dt)
+
+
+def unsigned_pattern(x: np.ndarray) -> np.ndarray:
+    """Two's-complement bit pattern of an integer array as uint64."""
+    x = np.asarray(x)
+    b = bits_of(x.dtype)
+    with np.errstate(all="ignore"):
+        v = to_i64(x).astype(np.uint64)
+        if b < 64:
+            v = v & np.uint64((1 << b) - 1)
+    return v
+
+
+def from_unsigned_pattern(u: np.ndarray, dt) -> np.ndarray:
+    """Inverse of :func:`unsigned_pattern`."""
+    dt = np.dtype(dt)
+    b = bits_of(dt)
+    u = np.asarray(u, dtype=np.uint64)
+    if b == 64:
+        return u.astype(dt)
+    with np.errstate(all="ignore"):
+        return wrap_i64((u & np.uint64((1 << b) - 1)).astype(np.int64), dt)

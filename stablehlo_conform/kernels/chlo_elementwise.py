@@ -1,0 +1,296 @@
+"""Element-wise CHLO ops and the ``chlo.broadcast_*`` family.
+
+CHLO (spec.md#chlo) ops decompose into StableHLO; their values here are the
+mathematical functions they approximate, computed in f64 (complex128) with
+SciPy/NumPy and rounded once into the result type:
+
+- ``acos``, ``acosh``, ``asin``, ``asinh``, ``atan``, ``atanh``, ``cosh``,
+  ``sinh``, ``tan``: NumPy (complex branch cuts as NumPy).
+- ``bessel_i0e``, ``bessel_i1e``, ``digamma``, ``erf``, ``erfc``,
+  ``erf_inv``, ``lgamma``, ``igamma``, ``igammac``, ``polygamma``, ``zeta``:
+  ``scipy.special``. ``digamma`` is NaN at non-positive integers;
+  ``polygamma(n, x)`` is NaN unless ``n`` is a non-negative integer;
+  ``igamma``/``igammac`` are NaN for ``a <= 0`` or ``x < 0``.
+- ``next_after(x, y)``: the neighbour of ``x`` toward ``y`` in the element
+  type (NaN if either is NaN, ``y`` if ``x == y``).
+- ``is_inf``, ``is_neg_inf``, ``is_pos_inf``: classification.
+- ``mulhi``: the high half of the double-width product (signed or
+  unsigned by the element type).
+- ``square``: ``x * x``; ``conj``: complex conjugate (identity on reals).
+
+``chlo.broadcast_<op>(lhs, rhs)`` applies the StableHLO op after
+broadcasting: with ``broadcast_dimensions`` the lower-rank operand's
+dimension ``i`` maps to result dimension ``broadcast_dimensions[i]``;
+without it operands are aligned on their trailing dimensions (NumPy rules).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sc
+
+from ._numeric import (
+    bits_of,
+    float_bits,
+    float_from_bits,
+    is_signed,
+    kind_of,
+    out,
+    round_to,
+    to_i64,
+    unsigned_pattern,
+    from_unsigned_pattern,
+    wide,
+    wrap_i64,
+)
+from . import elementwise as E
+from .comparison import compare_values, enum_value
+from .conversion import convert_values
+from .registry import kernel
+
+_U64 = np.uint64
+
+
+def _chlo_unary(name, f):
+    def g(dt, x):
+        return E.float_fn(f, dt, x)
+
+    g.__name__ = name.split(".")[-1]
+    return E.unary(name)(g)
+
+
+def _digamma(w):
+    r = sc.digamma(w)
+    return np.where((w <= 0) & (w == np.floor(w)), np.nan, r)
+
+
+def _lgamma(w):
+    return sc.gammaln(w)
+
+
+def _igamma(a, x):
+    r = sc.gammainc(a, x)
+    bad = (a <= 0) | (x < 0) | np.isnan(a) | np.isnan(x)
+    return np.where(bad, np.nan, r)
+
+
+def _igammac(a, x):
+    r = sc.gammaincc(a, x)
+    bad = (a <= 0) | (x < 0) | np.isnan(a) | np.isnan(x)
+    return np.where(bad, np.nan, r)
+
+
+def _polygamma(n, x):
+    ok = (n >= 0) & (n == np.floor(n))
+    nn = np.where(ok, n, 0)
+    r = np.where(nn == 0, sc.digamma(x), sc.polygamma(nn.astype(np.int64), x))
+    r = np.where((nn == 0) & (x <= 0) & (x == np.floor(x)), np.nan, r)
+    return np.where(ok, r, np.nan)
+
+
+def _zeta(x, q):
+    return sc.zeta(x, q)
+
+
+acos = _chlo_unary("chlo.acos", np.arccos)
+acosh = _chlo_unary("chlo.acosh", np.arccosh)
+asin = _chlo_unary("chlo.asin", np.arcsin)
+asinh = _chlo_unary("chlo.asinh", np.arcsinh)
+atan = _chlo_unary("chlo.atan", np.arctan)
+atanh = _chlo_unary("chlo.atanh", np.arctanh)
+cosh = _chlo_unary("chlo.cosh", np.cosh)
+sinh = _chlo_unary("chlo.sinh", np.sinh)
+tan = _chlo_unary("chlo.tan", np.tan)
+bessel_i0e = _chlo_unary("chlo.bessel_i0e", sc.i0e)
+bessel_i1e = _chlo_unary("chlo.bessel_i1e", sc.i1e)
+digamma = _chlo_unary("chlo.digamma", _digamma)
+erf = _chlo_unary("chlo.erf", sc.erf)
+erfc = _chlo_unary("chlo.erfc", sc.erfc)
+erf_inv = _chlo_unary("chlo.erf_inv", sc.erfinv)
+lgamma = _chlo_unary("chlo.lgamma", _lgamma)
+
+
+def _chlo_binary(name, f):
+    def g(dt, a, b):
+        return E.float_fn(f, dt, a, b)
+
+    g.__name__ = name.split(".")[-1]
+    return E.binary(name)(g)
+
+
+igamma = _chlo_binary("chlo.igamma", _igamma)
+igammac = _chlo_binary("chlo.igammac", _igammac)
+polygamma = _chlo_binary("chlo.polygamma", _polygamma)
+zeta = _chlo_binary("chlo.zeta", _zeta)
+
+
+@E.unary("chlo.conj")
+def conj(dt, x):
+    x = np.asarray(x)
+    return np.conj(x) if kind_of(x.dtype) == "complex" else x
+
+
+@E.unary("chlo.square")
+def square(dt, x):
+    return E.multiply(dt, x, x)
+
+
+def _classify(name, f):
+    @kernel(name)
+    def k(op, x):
+        with np.errstate(all="ignore"):
+            w = wide(np.asarray(x))
+            return (np.asarray(f(w), dtype=np.bool_),)
+
+    k.__name__ = name.split(".")[-1]
+    return k
+
+
+is_inf = _classify("chlo.is_inf", np.isinf)
+is_neg_inf = _classify("chlo.is_neg_inf", lambda w: np.isinf(w) & (w < 0))
+is_pos_inf = _classify("chlo.is_pos_inf", lambda w: np.isinf(w) & (w > 0))
+
+
+def next_after_values(x, y, dt):
+    """The element of ``dt`` next to ``x`` in the direction of ``y``."""
+    dt = np.dtype(dt)
+    x = np.asarray(x).astype(dt)
+    y = np.asarray(y).astype(dt)
+    x, y = np.broadcast_arrays(x, y)
+    nbits = bits_of(dt)
+    wx, wy = wide(x), wide(y)
+    ux = float_bits(x)
+    sign = _U64(1 << (nbits - 1))
+    with np.errstate(all="ignore"):
+        toward_bigger_mag = (wy > wx) == (wx > 0)
+        step = np.where(toward_bigger_mag, ux + _U64(1), ux - _U64(1))
+        # from zero: the smallest subnormal with y's sign
+        tiny = np.where(wy < 0, sign | _U64(1), _U64(1))
+        r = np.where(wx == 0, tiny, step)
+    r = float_from_bits(r, dt)
+    r = np.where(wx == wy, y, r)
+    nan = np.isnan(wx) | np.isnan(wy)
+    return np.where(nan, np.array(np.nan).astype(dt), r).astype(dt)
+
+
+@E.binary("chlo.next_after")
+def next_after(dt, x, y):
+    return next_after_values(x, y, dt)
+
+
+def mulhi_values(a, b, dt):
+    """High half of the 2N-bit product of two N-bit integers."""
+    dt = np.dtype(dt)
+    n = bits_of(dt)
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    signed = is_signed(dt)
+    if n <= 32:
+        with np.errstate(all="ignore"):
+            if signed:
+                p = to_i64(a) * to_i64(b)
+                return wrap_i64(p >> n, dt)
+            p = unsigned_pattern(a) * unsigned_pattern(b)
+            return from_unsigned_pattern(p >> _U64(n), dt)
+    ua, ub = unsigned_pattern(a), unsigned_pattern(b)
+    m32 = _U64(0xFFFFFFFF)
+    s32 = _U64(32)
+    with np.errstate(all="ignore"):
+        a_lo, a_hi = ua & m32, ua >> s32
+        b_lo, b_hi = ub & m32, ub >> s32
+        ll = a_lo * b_lo
+        lh = a_lo * b_hi
+        hl = a_hi * b_lo
+        hh = a_hi * b_hi
+        mid = (ll >> s32) + (lh & m32) + (hl & m32)
+        hi = hh + (lh >> s32) + (hl >> s32) + (mid >> s32)
+        if signed:
+            hi = hi - np.where(to_i64(a) < 0, ub, _U64(0)) - np.where(to_i64(b) < 0, ua, _U64(0))
+    return from_unsigned_pattern(hi, dt)
+
+
+@E.binary("chlo.mulhi")
+def mulhi(dt, a, b):
+    return mulhi_values(a, b, dt)
+
+
+# --------------------------------------------------------------------------- #
+# chlo.broadcast_*
+# --------------------------------------------------------------------------- #
+
+def broadcast_operands(op, *xs):
+    """Broadcast operands to the result's rank/shape (see module docs)."""
+    xs = [np.asarray(x) for x in xs]
+    dims = op.attr("broadcast_dimensions")
+    rank = max(x.ndim for x in xs)
+    if dims is not None and len(xs) == 2 and xs[0].ndim != xs[1].ndim:
+        dims = tuple(int(d) for d in np.asarray(dims).reshape(-1))
+        res = []
+        for x in xs:
+            if x.ndim < rank:
+                shape = [1] * rank
+                for i, d in enumerate(dims):
+                    shape[d] = x.shape[i]
+                x = x.reshape(shape)
+            res.append(x)
+        xs = res
+    return np.broadcast_arrays(*xs)
+
+
+_BROADCAST = {
+    "chlo.broadcast_add": E.add,
+    "chlo.broadcast_and": E.and_,
+    "chlo.broadcast_atan2": E.atan2,
+    "chlo.broadcast_complex": E.complex_,
+    "chlo.broadcast_divide": E.divide,
+    "chlo.broadcast_maximum": E.maximum,
+    "chlo.broadcast_minimum": E.minimum,
+    "chlo.broadcast_multiply": E.multiply,
+    "chlo.broadcast_next_after": next_after,
+    "chlo.broadcast_or": E.or_,
+    "chlo.broadcast_polygamma": polygamma,
+    "chlo.broadcast_power": E.power,
+    "chlo.broadcast_remainder": E.remainder,
+    "chlo.broadcast_shift_left": E.shift_left,
+    "chlo.broadcast_shift_right_arithmetic": E.shift_right_arithmetic,
+    "chlo.broadcast_shift_right_logical": E.shift_right_logical,
+    "chlo.broadcast_subtract": E.subtract,
+    "chlo.broadcast_xor": E.xor,
+    "chlo.broadcast_zeta": zeta,
+    "chlo.broadcast_igamma": igamma,
+    "chlo.broadcast_igammac": igammac,
+}
+
+
+def _make_broadcast(name, fn):
+    def k(op, a, b):
+        a, b = broadcast_operands(op, a, b)
+        return E.apply(op, fn, (a, b))
+
+    k.__name__ = name.split(".")[-1]
+    k.__doc__ = f"``{name}``: broadcast, then the element-wise op."
+    kernel(name)(k)
+    return k
+
+
+for _name, _fn in _BROADCAST.items():
+    _make_broadcast(_name, _fn)
+
+
+@kernel("chlo.broadcast_compare")
+def broadcast_compare(op, a, b):
+    a, b = broadcast_operands(op, a, b)
+    direction = enum_value(op.attr("comparison_direction"))
+    ctype = enum_value(op.attr("compare_type"))
+    if ctype == "NOTYPE":
+        ctype = None
+    with np.errstate(all="ignore"):
+        return (np.asarray(compare_values(a, b, direction, ctype), dtype=np.bool_),)
+
+
+@kernel("chlo.broadcast_select")
+def broadcast_select(op, pred, on_true, on_false):
+    p, t, f = np.broadcast_arrays(np.asarray(pred), np.asarray(on_true), np.asarray(on_false))
+    return (out(np.where(p.astype(bool), t, f), op.result_dtype(0)),)
+
+
+__all__ = ["next_after_values", "mulhi_values", "broadcast_operands", "convert_values", "round_to"]

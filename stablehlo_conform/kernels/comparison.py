@@ -1,0 +1,98 @@
+"""``stablehlo.compare`` (spec.md#compare).
+
+``compare_type`` defaults to SIGNED for signed integers, UNSIGNED for
+unsigned integers and booleans, FLOAT for floats and complex numbers.
+FLOAT implements IEEE-754's quiet comparisons (NaN is unordered: only NE
+holds). TOTALORDER orders every direction (EQ included) by IEEE-754
+``totalOrder``: ``-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN``, with
+distinct bit patterns distinct. Complex numbers compare the ``(real, imag)``
+pairs lexicographically. Quantized operands are dequantized first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ._numeric import bits_of, float_bits, kind_of, wide
+from .elementwise import _element, dequantize
+from .registry import kernel
+
+DIRECTIONS = ("EQ", "NE", "GE", "GT", "LE", "LT")
+
+
+def enum_value(v, default=None):
+    """An enum attribute's value: ``"GT"`` from ``"GT"`` or ``#chlo<comparison_direction GT>``."""
+    if v is None:
+        return default
+    s = str(v).strip()
+    if s.endswith(">"):
+        s = s[:-1].split()[-1]
+    return s
+
+
+def _apply_direction(a, b, direction: str) -> np.ndarray:
+    if direction == "EQ":
+        return a == b
+    if direction == "NE":
+        return a != b
+    if direction == "GE":
+        return a >= b
+    if direction == "GT":
+        return a > b
+    if direction == "LE":
+        return a <= b
+    if direction == "LT":
+        return a < b
+    raise ValueError(f"unknown comparison_direction {direction!r}")
+
+
+def total_order_key(x: np.ndarray) -> np.ndarray:
+    """An int64 key whose order is IEEE-754 ``totalOrder`` for float ``x``."""
+    x = np.asarray(x)
+    b = bits_of(x.dtype)
+    u = float_bits(x)
+    with np.errstate(all="ignore"):
+        s = u.astype(np.int64)
+        if b < 64:
+            top = np.int64(1 << (b - 1))
+            s = np.where(s >= top, s - (top << 1), s)
+        maxpos = np.int64((1 << (b - 1)) - 1) if b < 64 else np.int64(0x7FFFFFFFFFFFFFFF)
+        return np.where(s < 0, s ^ maxpos, s)
+
+
+def compare_values(a, b, direction: str, ctype: str | None) -> np.ndarray:
+    a = np.asarray(a)
+    b = np.asarray(b)
+    k = kind_of(a.dtype)
+    if ctype is None:
+        ctype = {"int": "SIGNED", "uint": "UNSIGNED", "bool": "UNSIGNED"}.get(k, "FLOAT")
+    if k == "complex":
+        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+        if direction in ("EQ", "NE"):
+            eq = (ar == br) & (ai == bi)
+            return eq if direction == "EQ" else ~eq
+        strict = _apply_direction(ar, br, direction[0] + "T")
+        tie = (ar == br) & _apply_direction(ai, bi, direction)
+        return strict | tie
+    if k == "float":
+        if ctype == "TOTALORDER":
+            return _apply_direction(total_order_key(a), total_order_key(b), direction)
+        return _apply_direction(wide(a), wide(b), direction)
+    if k in ("int", "uint") and bits_of(a.dtype) < 8:
+        return _apply_direction(a.astype(np.int64), b.astype(np.int64), direction)
+    return _apply_direction(a, b, direction)
+
+
+@kernel("stablehlo.compare")
+def compare(op, lhs, rhs):
+    direction = enum_value(op.attr("comparison_direction"))
+    ctype = enum_value(op.attr("compare_type"))
+    ets = [_element(op.operand_type(i)) for i in (0, 1)]
+    if isinstance(ets[0], T.QuantizedType):
+        lhs = dequantize(lhs, ets[0])
+    if isinstance(ets[1], T.QuantizedType):
+        rhs = dequantize(rhs, ets[1])
+    with np.errstate(all="ignore"):
+        r = compare_values(lhs, rhs, direction, ctype)
+    return (np.asarray(r, dtype=np.bool_),)

@@ -1,0 +1,644 @@
+"""Element-wise arithmetic, logic and math ops of StableHLO.
+
+See spec.md#abs, #add, #and, #atan2, #cbrt, #ceil, #clamp, #complex, #cosine,
+#count_leading_zeros, #divide, #exponential, #exponential_minus_one, #floor,
+#imag, #is_finite, #log, #log_plus_one, #logistic, #maximum, #minimum,
+#multiply, #negate, #not, #or, #popcnt, #power, #real, #remainder,
+#round_nearest_afz, #round_nearest_even, #rsqrt, #select, #shift_left,
+#shift_right_arithmetic, #shift_right_logical, #sign, #sine, #sqrt,
+#subtract, #tan, #tanh, #xor. ``compare`` lives in :mod:`.compare_ops`.
+
+Implementation-defined cases (the spec leaves them open; these follow XLA):
+
+- Integer ``divide`` by zero gives ``-1`` (all bits set: the maximum value for
+  unsigned types); ``INT_MIN / -1`` gives ``INT_MIN``.
+- Integer ``remainder`` by zero gives the dividend; ``INT_MIN % -1`` gives 0.
+  The remainder takes the sign of the dividend (C ``fmod`` semantics).
+- Shift amounts outside ``[0, bit width)`` give 0 for ``shift_left`` and
+  ``shift_right_logical`` and the sign fill (0 or -1) for
+  ``shift_right_arithmetic``. Unsigned operands of ``shift_right_arithmetic``
+  are shifted as their two's-complement bit pattern (top bit filled).
+- Integer ``power`` with a negative exponent gives 0, except for bases 1
+  (result 1) and -1 (result +-1 by the exponent's parity).
+- Integer arithmetic wraps (two's complement) at the type's own width,
+  including the sub-byte types i2/i4/ui2/ui4.
+
+Floats narrower than ``f64`` are computed in ``f64`` (complex in
+``complex128``) and rounded once into the result type. Complex branch cuts
+are NumPy's. Quantized operands follow ``dequantize_op_quantize``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sc
+
+from .. import types as T
+from ._numeric import (
+    F64,
+    bits_of,
+    is_complex,
+    is_float,
+    is_integer,
+    is_signed,
+    is_subbyte_int,
+    kind_of,
+    out,
+    round_to,
+    to_i64,
+    unsigned_pattern,
+    from_unsigned_pattern,
+    wide,
+    wrap_i64,
+)
+from .registry import kernel
+
+_NATIVE = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64),
+           np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+# --------------------------------------------------------------------------- #
+# quantization (spec.md#dequantize_op_quantize)
+# --------------------------------------------------------------------------- #
+
+def _element(ty):
+    return ty.element if isinstance(ty, T.TensorType) else ty
+
+
+def _axis_shape(x: np.ndarray, qt: T.QuantizedType, vals) -> np.ndarray:
+    arr = np.asarray(vals)
+    if qt.axis is None or arr.size == 1:
+        return arr.reshape(())
+    shape = [1] * x.ndim
+    shape[qt.axis] = arr.size
+    return arr.reshape(shape)
+
+
+def dequantize(x: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
+    """``(x - zero_point) * scale`` in the expressed type."""
+    ex = qt.expressed.dtype
+    zp = _axis_shape(x, qt, np.array(qt.zero_points, dtype=np.int64))
+    sc_ = _axis_shape(x, qt, np.array(qt.scales, dtype=np.float64)).astype(ex)
+    with np.errstate(all="ignore"):
+        return ((to_i64(x) - zp).astype(ex) * sc_).astype(ex)
+
+
+def quantize(v: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
+    """``clamp(round_nearest_even(v / scale) + zero_point)`` into storage."""
+    ex = qt.expressed.dtype
+    v = np.asarray(v).astype(ex)
+    zp = _axis_shape(v, qt, np.array(qt.zero_points, dtype=np.float64)).astype(ex)
+    sc_ = _axis_shape(v, qt, np.array(qt.scales, dtype=np.float64)).astype(ex)
+    lo, hi = T.ElementType(qt.storage.name).dtype, None
+    del lo, hi
+    smin = qt.storage_min
+    smax = qt.storage_max
+    from ._numeric import int_limits
+
+    dmin, dmax = int_limits(qt.storage.dtype)
+    smin = dmin if smin is None else smin
+    smax = dmax if smax is None else smax
+    with np.errstate(all="ignore"):
+        r = np.rint((v / sc_).astype(ex)) + zp
+        r = np.clip(np.nan_to_num(r.astype(np.float64)), smin, smax)
+    return wrap_i64(r.astype(np.int64), qt.storage.dtype)
+
+
+def apply(op, fn, args, float_result: bool = True):
+    """Run ``fn(dtype, *arrays)`` with ``dequantize_op_quantize`` if needed."""
+    rty = _element(op.result_type(0))
+    q_in = [isinstance(_element(op.operand_type(i)), T.QuantizedType) for i in range(len(args))]
+    if not any(q_in) and not isinstance(rty, T.QuantizedType):
+        dt = op.result_dtype(0)
+        return (out(fn(dt, *args), dt),)
+    vals = [dequantize(a, _element(op.operand_type(i))) if q else a for i, (a, q) in enumerate(zip(args, q_in))]
+    if isinstance(rty, T.QuantizedType):
+        ex = rty.expressed.dtype
+        r = out(fn(ex, *vals), ex)
+        return (quantize(r, rty),)
+    dt = op.result_dtype(0)
+    return (out(fn(dt, *vals), dt),)
+
+
+def unary(*names):
+    def deco(fn):
+        def k(op, x):
+            return apply(op, fn, (x,))
+
+        k.__name__ = fn.__name__
+        k.__doc__ = fn.__doc__
+        kernel(*names)(k)
+        return fn
+
+    return deco
+
+
+def binary(*names):
+    def deco(fn):
+        def k(op, a, b):
+            return apply(op, fn, (a, b))
+
+        k.__name__ = fn.__name__
+        k.__doc__ = fn.__doc__
+        kernel(*names)(k)
+        return fn
+
+    return deco
+
+
+# --------------------------------------------------------------------------- #
+# generic computation paths
+# --------------------------------------------------------------------------- #
+
+def float_fn(f, dt, *xs):
+    """Compute ``f`` in f64/complex128 and round once into ``dt``."""
+    ws = [wide(x) for x in xs]
+    with np.errstate(all="ignore"):
+        r = f(*ws)
+    return round_to(r, dt)
+
+
+def exact_float_fn(f, dt, *xs):
+    """For correctly-rounded basic ops: native for f16/f32/f64/complex."""
+    xs = [np.asarray(x) for x in xs]
+    if np.dtype(dt) in _NATIVE and all(x.dtype in _NATIVE for x in xs):
+        with np.errstate(all="ignore"):
+            return f(*xs)
+    return float_fn(f, dt, *xs)
+
+
+def int_fn(f, dt, *xs):
+    """Integer op with two's-complement wrapping at the type's width."""
+    dt = np.dtype(dt)
+    if is_subbyte_int(dt) or any(is_subbyte_int(np.asarray(x).dtype) for x in xs):
+        with np.errstate(all="ignore"):
+            r = f(*[to_i64(x) for x in xs])
+        return wrap_i64(r, dt)
+    with np.errstate(all="ignore"):
+        return f(*xs)
+
+
+def _kind(x) -> str:
+    return kind_of(np.asarray(x).dtype)
+
+
+# --------------------------------------------------------------------------- #
+# arithmetic
+# --------------------------------------------------------------------------- #
+
+@unary("stablehlo.abs")
+def abs_(dt, x):
+    k = _kind(x)
+    if k in ("int", "uint"):
+        return int_fn(np.abs, dt, x)
+    if k == "complex":
+        return round_to(np.abs(x.astype(np.complex128)), dt)
+    return float_fn(np.abs, dt, x)
+
+
+@binary("stablehlo.add")
+def add(dt, a, b):
+    k = _kind(a)
+    if k == "bool":
+        return np.logical_or(a, b)
+    if k in ("int", "uint"):
+        return int_fn(np.add, dt, a, b)
+    return exact_float_fn(np.add, dt, a, b)
+
+
+@binary("stablehlo.subtract")
+def subtract(dt, a, b):
+    k = _kind(a)
+    if k == "bool":
+        return np.logical_and(a, np.logical_not(b))
+    if k in ("int", "uint"):
+        return int_fn(np.subtract, dt, a, b)
+    return exact_float_fn(np.subtract, dt, a, b)
+
+
+@binary("stablehlo.multiply")
+def multiply(dt, a, b):
+    k = _kind(a)
+    if k == "bool":
+        return np.logical_and(a, b)
+    if k in ("int", "uint"):
+        return int_fn(np.multiply, dt, a, b)
+    return exact_float_fn(np.multiply, dt, a, b)
+
+
+def int_divide(a, b, dt):
+    """Truncating integer division; x/0 = -1, INT_MIN/-1 = INT_MIN."""
+    dt = np.dtype(dt)
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if is_subbyte_int(dt):
+        a, b = to_i64(a), to_i64(b)
+    zero = b == 0
+    with np.errstate(all="ignore"):
+        if is_signed(a.dtype):
+            neg1 = b == -1
+            safe = np.where(zero | neg1, np.ones_like(b), b)
+            q = np.floor_divide(a, safe)
+            r = a - q * safe
+            q = np.where((r != 0) & ((a < 0) != (safe < 0)), q + 1, q)
+            q = np.where(neg1, np.negative(a), q)
+            q = np.where(zero, np.array(-1, dtype=q.dtype), q)
+        else:
+            safe = np.where(zero, np.ones_like(b), b)
+            q = np.floor_divide(a, safe)
+            q = np.where(zero, np.array(-1).astype(q.dtype), q)
+    return wrap_i64(q, dt) if is_subbyte_int(dt) else q
+
+
+def int_remainder(a, b, dt):
+    """Remainder with the dividend's sign; x%0 = x, INT_MIN%-1 = 0."""
+    dt = np.dtype(dt)
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if is_subbyte_int(dt):
+        a, b = to_i64(a), to_i64(b)
+    zero = b == 0
+    with np.errstate(all="ignore"):
+        if is_signed(a.dtype):
+            neg1 = b == -1
+            safe = np.where(zero | neg1, np.ones_like(b), b)
+            r = np.fmod(a, safe)
+            r = np.where(neg1, np.zeros_like(r), r)
+        else:
+            safe = np.where(zero, np.ones_like(b), b)
+            r = np.fmod(a, safe)
+        r = np.where(zero, a, r)
+    return wrap_i64(r, dt) if is_subbyte_int(dt) else r
+
+
+@binary("stablehlo.divide")
+def divide(dt, a, b):
+    k = _kind(a)
+    if k in ("int", "uint"):
+        return int_divide(a, b, dt)
+    if k == "complex":
+        return float_fn(np.divide, dt, a, b)
+    return exact_float_fn(np.divide, dt, a, b)
+
+
+@binary("stablehlo.remainder")
+def remainder(dt, a, b):
+    k = _kind(a)
+    if k in ("int", "uint"):
+        return int_remainder(a, b, dt)
+    if k == "complex":
+        raise NotImplementedError("remainder of complex numbers is TBD in the spec")
+    return exact_float_fn(np.fmod, dt, a, b)
+
+
+def int_power(a, b, dt):
+    """Integer exponentiation by squaring with wrapping."""
+    dt = np.dtype(dt)
+    a = np.asarray(a)
+    b = np.asarray(b)
+    sub = is_subbyte_int(dt)
+    base = to_i64(a) if sub else a.copy()
+    e = to_i64(b) if sub else b.copy()
+    base, e = np.broadcast_arrays(base, e)
+    base = base.copy()
+    neg = e < 0 if is_signed(e.dtype) or sub else np.zeros(e.shape, bool)
+    e = np.where(neg, np.zeros_like(e), e)
+    result = np.ones_like(base)
+    nbits = 64 if sub else bits_of(b.dtype)
+    with np.errstate(all="ignore"):
+        for _ in range(nbits):
+            if not (e != 0).any():
+                break
+            odd = (e & 1) == 1
+            result = np.where(odd, result * base, result)
+            if sub:
+                result = to_i64(wrap_i64(result, dt))
+            base = base * base
+            if sub:
+                base = to_i64(wrap_i64(base, dt))
+            e = e >> 1
+        if neg.any():
+            a_b = to_i64(np.broadcast_to(a, neg.shape))
+            b_b = to_i64(np.broadcast_to(b, neg.shape))
+            special = np.where(a_b == 1, 1, np.where(a_b == -1, np.where((b_b & 1) == 1, -1, 1), 0))
+            result = np.where(neg, special.astype(result.dtype), result)
+    return wrap_i64(result, dt) if sub else result
+
+
+@binary("stablehlo.power")
+def power(dt, a, b):
+    k = _kind(a)
+    if k in ("int", "uint"):
+        return int_power(a, b, dt)
+    return float_fn(np.power, dt, a, b)
+
+
+@unary("stablehlo.negate")
+def negate(dt, x):
+    k = _kind(x)
+    if k in ("int", "uint"):
+        return int_fn(np.negative, dt, x)
+    return exact_float_fn(np.negative, dt, x)
+
+
+# --------------------------------------------------------------------------- #
+# min / max / clamp
+# --------------------------------------------------------------------------- #
+
+def _pick_max(a, b):
+    """Mask choosing ``a`` for IEEE-754 maximum (NaN-propagating, +0 > -0)."""
+    wa, wb = wide(a), wide(b)
+    return np.isnan(wa) | ((wa > wb) & ~np.isnan(wb)) | ((wa == wb) & ~np.signbit(wa))
+
+
+def _pick_min(a, b):
+    wa, wb = wide(a), wide(b)
+    return np.isnan(wa) | ((wa < wb) & ~np.isnan(wb)) | ((wa == wb) & np.signbit(wa))
+
+
+def _lex(a, b, greater: bool):
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    nan_a = np.isnan(ar) | np.isnan(ai)
+    if greater:
+        pick = (ar > br) | ((ar == br) & (ai >= bi))
+    else:
+        pick = (ar < br) | ((ar == br) & (ai <= bi))
+    return nan_a | pick
+
+
+@binary("stablehlo.maximum")
+def maximum(dt, a, b):
+    k = _kind(a)
+    if k == "bool":
+        return np.logical_or(a, b)
+    if k in ("int", "uint"):
+        return int_fn(np.maximum, dt, a, b)
+    if k == "complex":
+        return np.where(_lex(a, b, True), a, b)
+    return np.where(_pick_max(a, b), a, b)
+
+
+@binary("stablehlo.minimum")
+def minimum(dt, a, b):
+    k = _kind(a)
+    if k == "bool":
+        return np.logical_and(a, b)
+    if k in ("int", "uint"):
+        return int_fn(np.minimum, dt, a, b)
+    if k == "complex":
+        return np.where(_lex(a, b, False), a, b)
+    return np.where(_pick_min(a, b), a, b)
+
+
+@kernel("stablehlo.clamp")
+def clamp(op, lo, x, hi):
+    """See spec.md#clamp: ``minimum(maximum(operand, min), max)``; rank-0
+    ``min``/``max`` broadcast."""
+
+    def f(dt, lo_, x_, hi_):
+        return minimum(dt, maximum(dt, x_, lo_), hi_)
+
+    return apply(op, f, (lo, x, hi))
+
+
+# --------------------------------------------------------------------------- #
+# logic and bits
+# --------------------------------------------------------------------------- #
+
+def _logic(f_bool, f_int):
+    def g(dt, *xs):
+        if _kind(xs[0]) == "bool":
+            return f_bool(*xs)
+        return int_fn(f_int, dt, *xs)
+
+    return g
+
+
+and_ = binary("stablehlo.and")(_logic(np.logical_and, np.bitwise_and))
+or_ = binary("stablehlo.or")(_logic(np.logical_or, np.bitwise_or))
+xor = binary("stablehlo.xor")(_logic(np.logical_xor, np.bitwise_xor))
+not_ = unary("stablehlo.not")(_logic(np.logical_not, np.invert))
+
+
+@unary("stablehlo.popcnt")
+def popcnt(dt, x):
+    u = unsigned_pattern(x)
+    return np.bitwise_count(u).astype(np.int64).astype(dt)
+
+
+def clz_values(x) -> np.ndarray:
+    """Leading zeros of the bit pattern at the type's own width."""
+    x = np.asarray(x)
+    b = bits_of(x.dtype)
+    u = unsigned_pattern(x)
+    n = np.zeros(u.shape, dtype=np.int64)
+    # bit length by binary search over the 64-bit container
+    length = np.zeros(u.shape, dtype=np.int64)
+    v = u.copy()
+    for s in (32, 16, 8, 4, 2, 1):
+        big = v >= (np.uint64(1) << np.uint64(s))
+        length = np.where(big, length + s, length)
+        v = np.where(big, v >> np.uint64(s), v)
+    length = np.where(u != 0, length + 1, 0)
+    n = b - length
+    return n
+
+
+@unary("stablehlo.count_leading_zeros")
+def count_leading_zeros(dt, x):
+    return wrap_i64(clz_values(x), dt)
+
+
+def _shift(kind: str):
+    def f(dt, a, s):
+        dt = np.dtype(dt)
+        b = bits_of(dt)
+        a, s = np.broadcast_arrays(np.asarray(a), np.asarray(s))
+        amount = to_i64(s)
+        if not is_signed(s.dtype) and s.dtype == np.dtype(np.uint64):
+            amount = np.where(s.astype(np.uint64) >= np.uint64(b), b, amount)
+        bad = (amount < 0) | (amount >= b)
+        sh = np.where(bad, 0, amount).astype(np.uint64)
+        u = unsigned_pattern(a)
+        mask = np.uint64((1 << b) - 1) if b < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
+        top = np.uint64(1 << (b - 1))
+        with np.errstate(all="ignore"):
+            if kind == "left":
+                r = (u << sh) & mask
+                r = np.where(bad, np.uint64(0), r)
+            elif kind == "logical":
+                r = u >> sh
+                r = np.where(bad, np.uint64(0), r)
+            else:
+                negative = (u & top) != 0
+                r = u >> sh
+                fill = np.where(negative, (mask << (np.uint64(b) - sh).astype(np.uint64)) & mask, np.uint64(0))
+                fill = np.where(sh == 0, np.uint64(0), fill)
+                r = r | fill
+                r = np.where(bad, np.where(negative, mask, np.uint64(0)), r)
+        return from_unsigned_pattern(r, dt)
+
+    return f
+
+
+shift_left = binary("stablehlo.shift_left")(_shift("left"))
+shift_right_logical = binary("stablehlo.shift_right_logical")(_shift("logical"))
+shift_right_arithmetic = binary("stablehlo.shift_right_arithmetic")(_shift("arithmetic"))
+
+
+# --------------------------------------------------------------------------- #
+# rounding and classification
+# --------------------------------------------------------------------------- #
+
+@unary("stablehlo.ceil")
+def ceil(dt, x):
+    return exact_float_fn(np.ceil, dt, x)
+
+
+@unary("stablehlo.floor")
+def floor(dt, x):
+    return exact_float_fn(np.floor, dt, x)
+
+
+@unary("stablehlo.round_nearest_even")
+def round_nearest_even(dt, x):
+    return exact_float_fn(np.rint, dt, x)
+
+
+def _afz(w):
+    t = np.trunc(w)
+    frac = np.abs(w - t)
+    return np.where(frac >= 0.5, t + np.sign(w), t)
+
+
+@unary("stablehlo.round_nearest_afz")
+def round_nearest_afz(dt, x):
+    """Ties away from zero: ``trunc(x) + sign(x)`` when ``|x - trunc(x)| >= 0.5``."""
+    return float_fn(_afz, dt, x)
+
+
+@unary("stablehlo.is_finite")
+def is_finite(dt, x):
+    return np.isfinite(wide(x))
+
+
+def _sign(w):
+    if np.iscomplexobj(w):
+        mag = np.abs(w)
+        nan = np.isnan(w.real) | np.isnan(w.imag)
+        with np.errstate(all="ignore"):
+            r = np.where(mag == 0, 0j, w / np.where(mag == 0, 1, mag))
+        return np.where(nan, complex(np.nan, np.nan), r)
+    return np.where(np.isnan(w) | (w == 0), w, np.sign(w))
+
+
+@unary("stablehlo.sign")
+def sign(dt, x):
+    k = _kind(x)
+    if k in ("int", "uint"):
+        return int_fn(np.sign, dt, x)
+    return float_fn(_sign, dt, x)
+
+
+# --------------------------------------------------------------------------- #
+# transcendental functions
+# --------------------------------------------------------------------------- #
+
+def _transcendental(name, f):
+    def g(dt, x):
+        return float_fn(f, dt, x)
+
+    g.__name__ = name.split(".")[-1]
+    return unary(name)(g)
+
+
+def _logistic(w):
+    if np.iscomplexobj(w):
+        return 1.0 / (1.0 + np.exp(-w))
+    return sc.expit(w)
+
+
+def _rsqrt(w):
+    return 1.0 / np.sqrt(w)
+
+
+def _cbrt(w):
+    if np.iscomplexobj(w):
+        return np.power(w, 1.0 / 3.0)
+    return np.cbrt(w)
+
+
+cosine = _transcendental("stablehlo.cosine", np.cos)
+sine = _transcendental("stablehlo.sine", np.sin)
+tan = _transcendental("stablehlo.tan", np.tan)
+tanh = _transcendental("stablehlo.tanh", np.tanh)
+exponential = _transcendental("stablehlo.exponential", np.exp)
+exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", np.expm1)
+log = _transcendental("stablehlo.log", np.log)
+log_plus_one = _transcendental("stablehlo.log_plus_one", np.log1p)
+logistic = _transcendental("stablehlo.logistic", _logistic)
+rsqrt = _transcendental("stablehlo.rsqrt", _rsqrt)
+cbrt = _transcendental("stablehlo.cbrt", _cbrt)
+
+
+@unary("stablehlo.sqrt")
+def sqrt(dt, x):
+    return exact_float_fn(np.sqrt, dt, x)
+
+
+def _atan2(y, x):
+    if np.iscomplexobj(y) or np.iscomplexobj(x):
+        y = y.astype(np.complex128)
+        x = x.astype(np.complex128)
+        return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
+    return np.arctan2(y, x)
+
+
+@binary("stablehlo.atan2")
+def atan2(dt, y, x):
+    return float_fn(_atan2, dt, y, x)
+
+
+# --------------------------------------------------------------------------- #
+# complex parts and select
+# --------------------------------------------------------------------------- #
+
+@binary("stablehlo.complex")
+def complex_(dt, re, im):
+    re, im = np.broadcast_arrays(np.asarray(re), np.asarray(im))
+    r = np.empty(re.shape, dtype=dt)
+    r.real = re
+    r.imag = im
+    return r
+
+
+@unary("stablehlo.real")
+def real(dt, x):
+    x = np.asarray(x)
+    return x.real.astype(dt) if _kind(x) == "complex" else x
+
+
+@unary("stablehlo.imag")
+def imag(dt, x):
+    x = np.asarray(x)
+    if _kind(x) == "complex":
+        return x.imag.astype(dt)
+    return np.zeros(x.shape, dtype=dt)
+
+
+@kernel("stablehlo.select")
+def select(op, pred, on_true, on_false):
+    """See spec.md#select; a rank-0 ``pred`` selects whole tensors."""
+    et = [_element(op.operand_type(i)) for i in (1, 2)] + [_element(op.result_type(0))]
+    if any(isinstance(e, T.QuantizedType) for e in et) and not (et[0] == et[1] == et[2]):
+        return apply(op, lambda dt, p, a, b: np.where(p, a, b), (pred, on_true, on_false))
+    dt = op.result_dtype(0)
+    return (out(np.where(np.asarray(pred, dtype=bool), on_true, on_false), dt),)
+
+
+__all__ = [
+    "apply", "binary", "unary", "float_fn", "exact_float_fn", "int_fn",
+    "int_divide", "int_remainder", "int_power", "maximum", "minimum",
+    "dequantize", "quantize", "clz_values", "is_complex", "is_float",
+    "is_integer", "F64",
+]
