@@ -1,0 +1,184 @@
+"""StableHLO ops outside the specification, and ``func``/``cf`` companions.
+
+StableHLO keeps a few ops without a spec section for compatibility with
+older producers (spec status "no" in status.md): ``broadcast``,
+``einsum``, ``unary_einsum``, ``torch_index_select``, ``cross-replica-sum``.
+Their semantics follow XLA's operation semantics and the MHLO definitions:
+
+* ``broadcast``: ``result[i..., j...] = operand[j...]`` with the leading dims
+  of sizes ``broadcast_sizes`` (XLA ``Broadcast``).
+* ``einsum``: Einstein summation with an ``"ab,bc->ac"`` style
+  ``einsum_config``; ``unary_einsum`` the one-operand form (``"ab->a"``).
+* ``torch_index_select``: PyTorch's ``index_select`` generalised with
+  leading batch dimensions shared by operand and index.
+* ``cross-replica-sum``: ``all_reduce`` with addition over
+  ``replica_groups`` (spec.md#all_reduce); with a single process it is the
+  identity.
+
+Products accumulate in the result element type's arithmetic: integers wrap
+modulo 2^N, i1 is OR of ANDs, floats accumulate in f64 (complex in
+complex128) and are rounded once to the result type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from .registry import kernel
+
+
+def _check_plain(op) -> None:
+    for ty in tuple(op.operand_types) + tuple(op.result_types):
+        if isinstance(ty, T.TensorType) and not isinstance(ty.element, T.ElementType):
+            raise op.unsupported(f"element type {ty.element}")
+
+
+def contract(op, subscripts: str, *operands) -> np.ndarray:
+    """``np.einsum`` evaluated in the result element type's arithmetic."""
+    _check_plain(op)
+    el = op.result_element(0)
+    dt = op.result_dtype(0)
+    kind = el.kind
+    if kind == "bool":
+        xs = [np.asarray(x).astype(np.int64) != 0 for x in operands]
+        r = np.einsum(subscripts, *[x.astype(np.int64) for x in xs]) != 0
+        return np.asarray(r, dtype=np.bool_)
+    if kind in ("int", "uint"):
+        from .arith import wrap
+
+        with np.errstate(all="ignore"):
+            xs = [np.asarray(x).astype(np.int64) for x in operands]
+            r = np.einsum(subscripts, *xs)
+        return wrap(np.asarray(r, dtype=np.int64), el)
+    work = np.complex128 if kind == "complex" else np.float64
+    xs = [np.asarray(x).astype(work) for x in operands]
+    with np.errstate(all="ignore"):
+        r = np.einsum(subscripts, *xs, optimize=len(xs) > 1)
+    return np.asarray(np.asarray(r).astype(dt), dtype=dt)
+
+
+@kernel("stablehlo.broadcast")
+def broadcast(op, x):
+    """XLA Broadcast: prepends dimensions of sizes ``broadcast_sizes``."""
+    sizes = tuple(int(s) for s in op.attr("broadcast_sizes", ()))
+    arr = np.asarray(x)
+    return (np.broadcast_to(arr, sizes + arr.shape).copy(),)
+
+
+def _einsum_config(op) -> str:
+    cfg = op.attr("einsum_config")
+    if not isinstance(cfg, str):
+        raise op.unsupported("einsum_config missing")
+    return cfg.replace(" ", "")
+
+
+@kernel("stablehlo.einsum")
+def einsum(op, lhs, rhs):
+    cfg = _einsum_config(op)
+    if "->" not in cfg:
+        raise op.unsupported(f"einsum_config {cfg!r} without '->'")
+    return (contract(op, cfg, lhs, rhs),)
+
+
+@kernel("stablehlo.unary_einsum")
+def unary_einsum(op, x):
+    cfg = _einsum_config(op).lstrip(",")
+    if "->" not in cfg:
+        raise op.unsupported(f"einsum_config {cfg!r} without '->'")
+    return (contract(op, cfg, x),)
+
+
+@kernel("stablehlo.torch_index_select")
+def torch_index_select(op, operand, index):
+    """``result[b..., p..., k..., q...] = operand[b..., p..., index[b..., k...], q...]``
+
+    ``b`` ranges over the first ``batch_dims`` dimensions (shared by operand
+    and index), ``p`` over the operand dimensions before ``dim``, ``k`` over
+    the remaining index dimensions, ``q`` over the operand dimensions after
+    ``dim``. Negative ``dim``/``batch_dims`` count from the end. Indices
+    outside ``[0, operand.shape[dim])`` are an error.
+    """
+    x = np.asarray(operand)
+    idx = np.asarray(index).astype(np.int64)
+    dim = int(op.attr("dim", 0))
+    bd = int(op.attr("batch_dims", 0))
+    if dim < 0:
+        dim += x.ndim
+    if bd < 0:
+        bd += idx.ndim
+    if not (0 <= bd <= dim < x.ndim and bd <= idx.ndim):
+        raise op.unsupported(f"dim={dim} batch_dims={bd} for ranks {x.ndim}, {idx.ndim}")
+    if idx.size and (idx.min() < 0 or idx.max() >= x.shape[dim]):
+        from ..errors import ConformError
+
+        raise ConformError(f"{op.name} at {op.loc}: index out of range [0, {x.shape[dim]})")
+    n_pre = dim - bd
+    n_k = idx.ndim - bd
+    n_post = x.ndim - dim - 1
+    rank = bd + n_pre + n_k + n_post
+
+    def place(size: int, pos: int) -> np.ndarray:
+        shape = [1] * rank
+        shape[pos] = size
+        return np.arange(size, dtype=np.int64).reshape(shape)
+
+    keys = []
+    for d in range(bd):
+        keys.append(place(x.shape[d], d))
+    for d in range(bd, dim):
+        keys.append(place(x.shape[d], d))
+    ishape = list(idx.shape[:bd]) + [1] * n_pre + list(idx.shape[bd:]) + [1] * n_post
+    keys.append(idx.reshape(ishape))
+    for j, d in enumerate(range(dim + 1, x.ndim)):
+        keys.append(place(x.shape[d], bd + n_pre + n_k + j))
+    out = x[tuple(keys)]
+    return (np.asarray(out, dtype=op.result_dtype(0)).reshape(out.shape),)
+
+
+@kernel("stablehlo.cross-replica-sum")
+def cross_replica_sum(op, x):
+    """Sum over ``replica_groups`` (spec.md#all_reduce with addition, cross
+    replica); the identity with one process or singleton groups."""
+    groups = np.asarray(op.attr("replica_groups", np.zeros((0,), np.int64)))
+    singleton = groups.size == 0 or groups.ndim < 2 or groups.shape[-1] <= 1
+    if op.engine.process is None or singleton:
+        return (np.array(x, copy=True),)
+    from . import collectives as C
+
+    needed = ("process_of", "_need_group", "_my_group", "_groups", "_meet")
+    if not all(hasattr(C, n) for n in needed):
+        raise op.unsupported("cross-replica-sum across several processes")
+    info = C.process_of(op.engine)
+    group = C._need_group(op, info, C._my_group(op, info, "cross_replica", C._groups(op)))
+    parts = C._meet(op, info, group, (x,))
+    acc = np.array(parts[0][0], copy=True)
+    with np.errstate(all="ignore"):
+        for p in parts[1:]:
+            acc = np.logical_or(acc, p[0]) if acc.dtype == np.bool_ else (acc + p[0]).astype(acc.dtype)
+    return (np.asarray(acc, dtype=op.result_dtype(0)),)
+
+
+# func / cf companions ---------------------------------------------------------
+
+
+@kernel("func.constant")
+def func_constant(op):
+    """A function value: the callee's symbol."""
+    return (op.attr("value"),)
+
+
+@kernel("func.call_indirect")
+def call_indirect(op, callee, *args):
+    name = getattr(callee, "name", None)
+    if not isinstance(name, str):
+        raise op.unsupported(f"callee value {callee!r}")
+    return tuple(op.call(name, *args))
+
+
+@kernel("cf.assert")
+def cf_assert(op, cond):
+    """A false condition fails the test with the assertion's message."""
+    if not bool(np.asarray(cond).reshape(-1).all()):
+        op.engine.record_check(False, f"cf.assert: {op.attr('msg', '')}", op.op)
+    return ()

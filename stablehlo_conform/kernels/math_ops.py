@@ -1,0 +1,254 @@
+"""The MLIR ``math`` dialect on scalars and tensors.
+
+Float functions are evaluated in f64 and rounded once to the result type (f16,
+bf16 and the small float formats, f32), or natively in f64. Integer functions
+(``absi``, ``ctlz``, ``cttz``, ``ctpop``, ``ipowi``) use the two's complement
+bits of the signless operand and wrap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special
+
+from .arith import (
+    as_signed,
+    as_unsigned,
+    bits_of,
+    float_view,
+    operand_element,
+    result_element,
+    to_float,
+    wrap,
+)
+from .registry import kernel
+
+_U64 = np.dtype(np.uint64)
+
+
+def _f64(x) -> np.ndarray:
+    return np.asarray(x).astype(np.float64)
+
+
+def _unary_float(name, fn):
+    def k(op, a):
+        dt = op.result_dtype(0)
+        with np.errstate(all="ignore"):
+            return (to_float(fn(_f64(a)), dt),)
+
+    k.__name__ = name.replace(".", "_")
+    k.__doc__ = f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once."
+    kernel(name)(k)
+    return k
+
+
+def _binary_float(name, fn):
+    def k(op, a, b):
+        dt = op.result_dtype(0)
+        with np.errstate(all="ignore"):
+            return (to_float(fn(_f64(a), _f64(b)), dt),)
+
+    k.__name__ = name.replace(".", "_")
+    k.__doc__ = f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once."
+    kernel(name)(k)
+    return k
+
+
+def round_half_away(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.copysign(1.0, x), t)
+
+
+_unary_float("math.absf", np.abs)
+_unary_float("math.ceil", np.ceil)
+_unary_float("math.floor", np.floor)
+_unary_float("math.trunc", np.trunc)
+_unary_float("math.round", round_half_away)
+_unary_float("math.roundeven", np.rint)
+_unary_float("math.sqrt", np.sqrt)
+_unary_float("math.rsqrt", lambda x: 1.0 / np.sqrt(x))
+_unary_float("math.cbrt", np.cbrt)
+_unary_float("math.exp", np.exp)
+_unary_float("math.exp2", np.exp2)
+_unary_float("math.expm1", np.expm1)
+_unary_float("math.log", np.log)
+_unary_float("math.log2", np.log2)
+_unary_float("math.log10", np.log10)
+_unary_float("math.log1p", np.log1p)
+_unary_float("math.sin", np.sin)
+_unary_float("math.cos", np.cos)
+_unary_float("math.tan", np.tan)
+_unary_float("math.asin", np.arcsin)
+_unary_float("math.acos", np.arccos)
+_unary_float("math.atan", np.arctan)
+_unary_float("math.sinh", np.sinh)
+_unary_float("math.cosh", np.cosh)
+_unary_float("math.tanh", np.tanh)
+_unary_float("math.asinh", np.arcsinh)
+_unary_float("math.acosh", np.arccosh)
+_unary_float("math.atanh", np.arctanh)
+_unary_float("math.erf", scipy.special.erf)
+_unary_float("math.erfc", scipy.special.erfc)
+_binary_float("math.atan2", np.arctan2)
+_binary_float("math.powf", np.power)
+_binary_float("math.copysign", np.copysign)
+
+
+@kernel("math.sincos")
+def sincos(op, a):
+    x = _f64(a)
+    with np.errstate(all="ignore"):
+        return (to_float(np.sin(x), op.result_dtype(0)), to_float(np.cos(x), op.result_dtype(1)))
+
+
+@kernel("math.clampf")
+def clampf(op, x, lo, hi):
+    """``min(max(x, lo), hi)`` (NaN propagates)."""
+    dt = op.result_dtype(0)
+    with np.errstate(all="ignore"):
+        return (to_float(np.minimum(np.maximum(_f64(x), _f64(lo)), _f64(hi)), dt),)
+
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(a):
+    c = 134217729.0 * a  # 2^27 + 1
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@kernel("math.fma")
+def fma(op, a, b, c):
+    """``a * b + c`` with one rounding.
+
+    For f32 and narrower the f64 product is exact and the sum is rounded to
+    f64 and then to the result type. For f64 the product and sum are carried
+    as error-free pairs (Dekker/Knuth), giving the fused result in all but
+    pathological halfway cases.
+    """
+    dt = op.result_dtype(0)
+    x, y, z = _f64(a), _f64(b), _f64(c)
+    with np.errstate(all="ignore"):
+        if dt != np.float64:
+            return (to_float(x * y + z, dt),)
+        p, e = _two_prod(x, y)
+        s, t = _two_sum(p, z)
+        r = s + (t + e)
+        plain = x * y + z
+        r = np.where(np.isfinite(r), r, plain)
+    return (to_float(r, dt),)
+
+
+@kernel("math.fpowi")
+def fpowi(op, a, n):
+    """Float base raised to a (signless) integer power."""
+    dt = op.result_dtype(0)
+    e = as_signed(n, bits_of(operand_element(op, 1))).astype(np.float64)
+    with np.errstate(all="ignore"):
+        return (to_float(np.power(_f64(a), e), dt),)
+
+
+@kernel("math.ipowi")
+def ipowi(op, a, n):
+    """Integer power with wrapping; a negative exponent gives 1 for base 1,
+    +-1 for base -1 and 0 otherwise (the integer part of the quotient)."""
+    el = result_element(op)
+    bits = bits_of(el)
+    base = as_unsigned(a, bits)
+    sb = as_signed(a, bits)
+    exp = as_signed(n, bits)
+    e = np.where(exp < 0, 0, exp).astype(_U64)
+    result = np.ones(np.broadcast_shapes(base.shape, e.shape), dtype=_U64)
+    b = np.broadcast_to(base, result.shape).copy()
+    e = np.broadcast_to(e, result.shape).copy()
+    with np.errstate(all="ignore"):
+        for _ in range(bits):
+            if not e.any():
+                break
+            result = np.where((e & np.uint64(1)) != 0, result * b, result)
+            b = b * b
+            e = e >> np.uint64(1)
+    odd = (exp & 1) != 0
+    neg_val = np.where(sb == 1, 1, np.where(sb == -1, np.where(odd, -1, 1), 0)).astype(np.int64)
+    out = np.where(exp < 0, np.asarray(neg_val).view(_U64), result)
+    return (wrap(out, el),)
+
+
+@kernel("math.absi")
+def absi(op, a):
+    el = result_element(op)
+    with np.errstate(all="ignore"):
+        return (wrap(np.abs(as_signed(a, bits_of(el))), el),)
+
+
+def _popcount(u: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(u).astype(np.int64)
+
+
+def _bit_length(u: np.ndarray) -> np.ndarray:
+    v = u.copy()
+    for s in (1, 2, 4, 8, 16, 32):
+        v = v | (v >> np.uint64(s))
+    return _popcount(v)
+
+
+@kernel("math.ctpop")
+def ctpop(op, a):
+    el = result_element(op)
+    return (wrap(_popcount(as_unsigned(a, bits_of(el))), el),)
+
+
+@kernel("math.ctlz")
+def ctlz(op, a):
+    el = result_element(op)
+    bits = bits_of(el)
+    return (wrap(bits - _bit_length(as_unsigned(a, bits)), el),)
+
+
+@kernel("math.cttz")
+def cttz(op, a):
+    el = result_element(op)
+    bits = bits_of(el)
+    u = as_unsigned(a, bits)
+    with np.errstate(all="ignore"):
+        low = u & (~u + np.uint64(1))
+        n = _popcount(low - np.uint64(1))
+    return (wrap(np.where(u == 0, bits, n), el),)
+
+
+def _float_predicate(fn):
+    def k(op, a):
+        with np.errstate(all="ignore"):
+            return (np.asarray(fn(float_view(a)), dtype=np.bool_),)
+
+    return k
+
+
+kernel("math.isnan")(_float_predicate(np.isnan))
+kernel("math.isinf")(_float_predicate(np.isinf))
+kernel("math.isfinite")(_float_predicate(np.isfinite))
+
+
+@kernel("math.isnormal")
+def isnormal(op, a):
+    import ml_dtypes
+
+    x = np.asarray(a)
+    dt = operand_element(op).dtype
+    try:
+        tiny = float(np.finfo(dt).tiny)
+    except (ValueError, TypeError):
+        tiny = float(ml_dtypes.finfo(dt).smallest_normal)
+    xf = float_view(x)
+    return (np.asarray(np.isfinite(xf) & (np.abs(xf) >= tiny), dtype=np.bool_),)
