@@ -288,3 +288,14 @@ def test_interpret_suite(name):
                 pytest.skip(f"needs a kernel outside this family: {e}")
             bad = [c for c in eng.checks if not c[0]]
             assert eng.checks and not bad, (f.name, bad)
+
+
+def test_quantized_iota_quantizes_each_index():
+    from stablehlo_conform import types as T
+    from stablehlo_conform.kernels.shape import quantized_iota
+
+    qt = T.QuantizedType(T.element_type("i8"), T.element_type("f32"), (0.5,), (3,))
+    out = quantized_iota((2, 70), 1, qt)
+    assert out.dtype == np.int8 and out.shape == (2, 70)
+    assert out[0, :3].tolist() == [3, 5, 7]  # i / 0.5 + 3
+    assert out[1, -1] == 127  # clamped to the storage range

@@ -57,17 +57,40 @@ def iota_array(shape: Sequence[int], dim: int, dtype: np.dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind == "b":
         line = np.arange(n) != 0
-    elif dtype.kind in "iu" and dtype.itemsize * 8 >= 8 and dtype.name in np.sctypeDict:
-        line = np.arange(n, dtype=np.int64).astype(dtype)
-    elif dtype.kind == "c":
+    elif dtype.kind in "fcV" and not _is_int_like(dtype):
         line = np.arange(n, dtype=np.float64).astype(dtype)
-    elif dtype.kind in "iu":
-        line = np.arange(n, dtype=np.int64).astype(dtype)
     else:
-        line = np.arange(n, dtype=np.float64).astype(dtype)
+        line = np.arange(n, dtype=np.int64).astype(dtype)
     view = [1] * len(shape)
     view[dim] = n
     return _c(np.broadcast_to(line.reshape(view), shape))
+
+
+def _is_int_like(dtype: np.dtype) -> bool:
+    try:
+        np.iinfo(dtype)
+        return True
+    except ValueError:
+        return False
+
+
+def quantized_iota(shape: Sequence[int], dim: int, qt) -> np.ndarray:
+    """spec.md#iota for a per-tensor quantized result: ``quantize(i)``,
+    computed in the expressed type as spec.md's ``quantize`` does."""
+    if qt.axis is not None or len(qt.scales) != 1:
+        raise ValueError("iota result must be per-tensor quantized")
+    et = qt.expressed.dtype
+    info = np.iinfo(qt.storage.dtype)
+    lo = info.min if qt.storage_min is None else qt.storage_min
+    hi = info.max if qt.storage_max is None else qt.storage_max
+    x = np.arange(int(shape[dim]), dtype=np.float64).astype(et)
+    scaled = (x / np.asarray(qt.scales[0], dtype=et)).astype(et)
+    scaled = (scaled + np.asarray(qt.zero_points[0], dtype=et)).astype(et)
+    clamped = np.clip(scaled.astype(np.float64), lo, hi)
+    line = np.round(clamped).astype(np.int64).astype(qt.storage.dtype)
+    view = [1] * len(shape)
+    view[dim] = int(shape[dim])
+    return _c(np.broadcast_to(line.reshape(view), tuple(int(s) for s in shape)))
 
 
 def pad_array(operand: np.ndarray, value, low: Sequence[int], high: Sequence[int],
@@ -148,6 +171,9 @@ def iota(op):
     shape = op.result_shape(0)
     if any(s is None for s in shape):
         raise op.unsupported("iota with a dynamic result shape")
+    el = op.result_element(0)
+    if getattr(el, "quantized", False):
+        return (quantized_iota(shape, int(op.attr("iota_dimension")), el),)
     return (iota_array(shape, int(op.attr("iota_dimension")), op.result_dtype(0)),)
 
 
