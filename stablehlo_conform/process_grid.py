@@ -203,13 +203,13 @@ class ProcessGrid:
         w = self.waits[pid]
         return f"deadlock: {w.what} in process {fmt_pid(pid)} never completed: {w.missing()}"
 
-    def _status_of(self, pid: ProcessId) -> str:
+    def _status_of(self, pid: ProcessId, done: str = "finished without reaching it") -> str:
         """What ``pid`` is doing, as a phrase: "finished without reaching it"."""
         s = self.states.get(pid)
         if s is None:
             return "is not running"
         if s == "done":
-            return "finished without reaching it"
+            return done
         if s == "failed":
             return "failed"
         if s == "waiting":
@@ -293,7 +293,7 @@ class ProcessGrid:
 
             def missing() -> str:
                 others = [p for p in self.process_ids() if p != pid]
-                status = "; ".join(f"process {fmt_pid(p)} {self._status_of(p)}" for p in others)
+                status = "; ".join(f"process {fmt_pid(p)} {self._status_of(p, 'finished')}" for p in others)
                 status = status or "it is the only process"
                 return f"nothing was sent {describe} ({status})"
 

@@ -434,7 +434,7 @@ def test_recv_without_send_ends_with_a_clear_error():
     assert isinstance(err, pg.DeadlockError)
     assert "stablehlo.recv (channel 9) at" in msg and "in process (0, 0)" in msg
     assert "nothing was sent on channel 9" in msg
-    assert "process (0, 1) finished without reaching it" in msg
+    assert "(process (0, 1) finished)" in msg
 
 
 def test_recv_in_a_single_process_program_does_not_hang():
@@ -533,3 +533,52 @@ def test_a_failing_process_releases_the_others():
     with pytest.raises(UnsupportedOp, match="deliberately missing"):
         eng.call("main", ())
     assert time.monotonic() - t0 < 5
+
+
+def test_top_level_infeed_and_outfeed_use_the_engine_io():
+    text = """
+func.func @main() {
+  %t = stablehlo.after_all : !stablehlo.token
+  %a:3 = "stablehlo.infeed"(%t) : (!stablehlo.token) -> (tensor<2xi32>, tensor<f32>, !stablehlo.token)
+  %b:2 = "stablehlo.infeed"(%a#2) : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)
+  %s = stablehlo.add %a#0, %b#0 : tensor<2xi32>
+  %o = "stablehlo.outfeed"(%s, %a#1, %b#1) : (tensor<2xi32>, tensor<f32>, !stablehlo.token) -> !stablehlo.token
+  check.expect_eq_const %s, dense<[11, 22]> : tensor<2xi32>
+  func.return
+}
+"""
+
+    class IO:
+        infeed = [(np.array([1, 2], np.int32), np.array(0.5, np.float32)), np.array([10, 20], np.int32)]
+        outfeed: list = []
+
+    _run_checks(text, io=IO())
+    ((s, f),) = IO.outfeed
+    assert s.tolist() == [11, 22] and float(f) == 0.5
+    # an exhausted infeed is an error, not a hang
+    eng = _engine(text)
+    with pytest.raises(ConformError, match="infeed of process \\(0, 0\\) is empty"):
+        eng.call("main", ())
+
+
+def test_run_spmd_runs_every_process_of_the_module_grid():
+    text = """
+module attributes {mhlo.num_replicas = 2 : i32, mhlo.num_partitions = 2 : i32} {
+  func.func @main(%x: tensor<i32>) -> (tensor<ui32>, tensor<ui32>, tensor<i32>) {
+    %r = stablehlo.replica_id : tensor<ui32>
+    %p = stablehlo.partition_id : tensor<ui32>
+    %s = "stablehlo.all_reduce"(%x) ({
+      ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+        %y = stablehlo.add %a, %b : tensor<i32>
+        stablehlo.return %y : tensor<i32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<i32>) -> tensor<i32>
+    func.return %r, %p, %s : tensor<ui32>, tensor<ui32>, tensor<i32>
+  }
+}
+"""
+    (mod,) = frontend.load_text(text)
+    out = pg.run_spmd(mod, "main", (np.array(3, np.int32),), registry=REG)
+    assert sorted(out) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for (r, p), (rid, pid, s) in out.items():
+        assert (int(rid), int(pid), int(s)) == (r, p, 6)
+        assert s.shape == () and rid.dtype == np.uint32

@@ -64,7 +64,6 @@ def run_parallel(op, *inputs):
         return job
 
     results = grid.run({pid: job_for(names[pid[0]][pid[1]], args) for pid, args in jobs_args.items()})
-    eng.state.setdefault("outfeed_grids", []).append(grid.outfeed)
     out: list = []
     for pid in sorted(results):
         out.extend(results[pid])
