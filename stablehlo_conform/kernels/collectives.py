@@ -35,6 +35,9 @@ def _groups(op, name: str = "replica_groups") -> list[list[int]] | None:
     if g is None:
         return None
     if not isinstance(g, (np.ndarray, list, tuple)):
+        if "replica_group_mesh_axes" in str(g):
+            raise op.unsupported(f"{name} as ReplicaGroupMeshAxes (the spec does not define their "
+                                 f"process groups yet): {g}")
         raise op.unsupported(f"{name} given as {type(g).__name__} ({g})")
     arr = np.asarray(g, dtype=np.int64)
     if arr.size == 0:
