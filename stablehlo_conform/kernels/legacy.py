@@ -1,12 +1,14 @@
 """StableHLO ops outside the specification, and ``func``/``cf`` companions.
 
 StableHLO keeps a few ops without a spec section for compatibility with
-older producers (spec status "no" in status.md): ``broadcast``,
+older producers (spec status "no" in status.md): ``broadcast``, ``dot``,
 ``einsum``, ``unary_einsum``, ``torch_index_select``, ``cross-replica-sum``.
 Their semantics follow XLA's operation semantics and the MHLO definitions:
 
 * ``broadcast``: ``result[i..., j...] = operand[j...]`` with the leading dims
   of sizes ``broadcast_sizes`` (XLA ``Broadcast``).
+* ``dot``: vector-vector, matrix-vector and matrix-matrix products (XLA
+  ``Dot``).
 * ``einsum``: Einstein summation with an ``"ab,bc->ac"`` style
   ``einsum_config``; ``unary_einsum`` the one-operand form (``"ab->a"``).
 * ``torch_index_select``: PyTorch's ``index_select`` generalised with
@@ -64,6 +66,20 @@ def broadcast(op, x):
     sizes = tuple(int(s) for s in op.attr("broadcast_sizes", ()))
     arr = np.asarray(x)
     return (np.broadcast_to(arr, sizes + arr.shape).copy(),)
+
+
+_DOT_SUBSCRIPTS = {(1, 1): "i,i->", (2, 1): "ij,j->i", (1, 2): "i,ij->j", (2, 2): "ij,jk->ik"}
+
+
+@kernel("stablehlo.dot")
+def dot(op, lhs, rhs):
+    """XLA Dot on rank-1/rank-2 operands: ``dot_general`` contracting lhs's
+    last dimension with rhs's first (spec.md#dot_general)."""
+    key = (np.ndim(lhs), np.ndim(rhs))
+    sub = _DOT_SUBSCRIPTS.get(key)
+    if sub is None:
+        raise op.unsupported(f"dot of ranks {key}")
+    return (contract(op, sub, lhs, rhs),)
 
 
 def _einsum_config(op) -> str:
