@@ -1,1 +1,294 @@
-"""pytest plugin (placeholder until the pytest integration lands)."""
+"""pytest plugin: StableHLO test programs as pytest tests.
+
+Installed with the package (entry point ``pytest11``) but inert until asked:
+it collects ``*.mlir`` (and bytecode: ``.mlirbc``, ``.bc``, ``.vhlo``) files
+
+- under every path given, with ``--conform`` (or ``-p stablehlo_conform`` on
+  the command line, or ``conform = true`` in the ini file), e.g.
+  ``pytest --conform ../shared/stablehlo-suite/interpret``;
+- always, for program files named explicitly on the command line
+  (``pytest path/to/add.mlir``).
+
+So the project's own ``pytest tests/`` collects no program.
+
+Each test function of a file (a public function without arguments that
+nobody calls) is one item, named and numbered exactly as ``conform run``
+names it (``add.mlir::add_op_test_si32``); a chunk that does not parse is an
+item that fails with the diagnostics, as ``conform run`` reports it.
+
+Options: ``--conform-backend NAME`` (default ``numpy``; any installed
+backend, see ``conform backends``), ``--conform-baseline FILE`` (a baseline
+from ``conform baseline update``), ``--conform-timeout SECONDS``.
+
+Outcomes: ``pass`` passes. Every other status (``fail``, ``error``,
+``unsupported``, ``timeout``) fails the item with the tool's message
+(first differing index, values, ULP distance), unless the baseline lists
+the test: then it is reported as xfailed with the baseline's reason. An
+unsupported op is a failure, not a skip: a backend that cannot run a test
+does not conform; baseline it to accept it. A listed test that passes now
+passes (it is named in the summary as newly passing).
+
+Tests run in the pytest process (a native crash ends it; with pytest-xdist
+the worker is restarted and the test reported as crashed). Works with
+``pytest -n N``: every worker collects the same items in the same order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
+PLUGIN_NAME = "stablehlo_conform"
+
+_baseline_key = pytest.StashKey[Any]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("stablehlo-conform", "StableHLO conformance (stablehlo-conform)")
+    group.addoption("--conform", action="store_true", default=False,
+                    help="Collect StableHLO test programs (*.mlir, bytecode) under the given paths.")
+    group.addoption("--conform-backend", default=None, metavar="NAME",
+                    help="Backend that runs the programs (default: numpy; see 'conform backends').")
+    group.addoption("--conform-baseline", default=None, metavar="FILE",
+                    help="Expected failures: listed tests that do not pass are xfailed with the reason.")
+    group.addoption("--conform-timeout", default=None, type=float, metavar="SECONDS",
+                    help="Seconds per test program (default 60, 0: none).")
+    parser.addini("conform", type="bool", default=False,
+                  help="Collect StableHLO test programs under the given paths (like --conform).")
+    parser.addini("conform_backend", default="numpy", help="Backend for StableHLO test programs.")
+    parser.addini("conform_baseline", default="", help="Baseline of expected failures.")
+
+
+def _asked_by_p(config: pytest.Config) -> bool:
+    args = [str(a) for a in (config.invocation_params.args or ())]
+    for i, a in enumerate(args):
+        if a == "-p" and i + 1 < len(args) and args[i + 1] == PLUGIN_NAME:
+            return True
+        if a in (f"-p{PLUGIN_NAME}", f"--plugin={PLUGIN_NAME}"):
+            return True
+    return False
+
+
+def _enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("conform") or config.getini("conform") or _asked_by_p(config))
+
+
+def _backend_name(config: pytest.Config) -> str:
+    return config.getoption("conform_backend") or config.getini("conform_backend") or "numpy"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_baseline_key] = None
+    path = config.getoption("conform_baseline") or config.getini("conform_baseline")
+    if path:
+        from .harness.gate import Baseline, GateError
+
+        try:
+            config.stash[_baseline_key] = Baseline.load(path)
+        except GateError as e:
+            raise pytest.UsageError(f"--conform-baseline: {e}") from None
+    backend = _backend_name(config)
+    if backend != "numpy" and (_enabled(config) or any(
+            str(a).split("::")[0].endswith(SUFFIXES) for a in config.args)):
+        from .harness.backends import available
+
+        if backend not in available():
+            raise pytest.UsageError(
+                f"--conform-backend: unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
+    config.addinivalue_line("markers", "conform: a StableHLO test program run by stablehlo-conform")
+
+
+def _explicit(file_path: Path, config: pytest.Config) -> bool:
+    """``file_path`` was named on the command line."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return False
+    target = file_path.resolve()
+    for a in config.args:
+        p = Path(str(a).split("::")[0])
+        if not p.is_absolute():
+            p = config.invocation_params.dir / p
+        try:
+            if p.resolve() == target:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if file_path.suffix not in SUFFIXES:
+        return None
+    config = parent.config
+    if not (_enabled(config) or _explicit(file_path, config)):
+        return None
+    return ProgramFile.from_parent(parent, path=file_path)
+
+
+# loading ----------------------------------------------------------------------
+
+class _Loaded:
+    """The tests and load errors of one file (as ``conform run`` sees them)."""
+
+    def __init__(self, path: str):
+        from . import frontend
+        from .errors import ParseError
+        from .harness.cases import base_record, test_ids
+
+        self.tests: list[tuple[str, Any, Any]] = []  # (name, module, func)
+        self.errors: list[dict] = []
+        try:
+            chunks = frontend.read_chunks(path)
+        except OSError as e:
+            rec = base_record(path, f"{path}::<file>", "", 0)
+            rec["message"] = f"{path}: error: cannot read: {e}"
+            self.errors.append(rec)
+            return
+        found = []
+        for c in chunks:
+            try:
+                mod = frontend.lower_module(frontend.parse_chunk(c), c)
+            except ParseError as e:
+                rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
+                rec["message"] = "\n".join(e.diagnostics)
+                self.errors.append(rec)
+                continue
+            except Exception as e:  # bindings or lowering bug
+                rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
+                rec["message"] = f"{path}:{c.line}: error: cannot load: {type(e).__name__}: {e}"
+                self.errors.append(rec)
+                continue
+            for f in mod.tests():
+                found.append((mod, f))
+        for tid, (mod, f) in zip(test_ids(path, found), found):
+            self.tests.append((tid.rsplit("::", 1)[1], mod, f))
+
+
+_CACHE: OrderedDict[str, _Loaded] = OrderedDict()
+_CACHE_SIZE = 2
+
+
+def _load(path: str) -> _Loaded:
+    hit = _CACHE.get(path)
+    if hit is not None:
+        _CACHE.move_to_end(path)
+        return hit
+    loaded = _Loaded(path)
+    _CACHE[path] = loaded
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return loaded
+
+
+class ProgramFile(pytest.File):
+    """A StableHLO program file: one item per test function."""
+
+    def collect(self):
+        loaded = _load(str(self.path))
+        for rec in loaded.errors:
+            yield ProgramItem.from_parent(self, name=rec["id"].rsplit("::", 1)[1], load_error=rec)
+        for name, _mod, func in loaded.tests:
+            yield ProgramItem.from_parent(self, name=name, line=func.loc.line)
+
+
+class ConformFailure(Exception):
+    """A test program that did not pass."""
+
+    def __init__(self, rec: dict):
+        super().__init__(rec.get("message", ""))
+        self.rec = rec
+
+
+def _options(config: pytest.Config):
+    from .harness.cases import Options
+
+    t = config.getoption("conform_timeout")
+    timeout = 60.0 if t is None else (t or None)
+    try:
+        budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        budget = None
+    return Options(backend=_backend_name(config), timeout=timeout, max_bytes=budget)
+
+
+class ProgramItem(pytest.Item):
+    def __init__(self, *, load_error: dict | None = None, line: int = 0, **kw):
+        super().__init__(**kw)
+        self.load_error = load_error
+        self.line = line
+        self.record: dict | None = None
+        self.add_marker("conform")
+
+    @property
+    def test_id(self) -> str:
+        return self.nodeid
+
+    def runtest(self) -> None:
+        if self.load_error is not None:
+            rec = dict(self.load_error, id=self.test_id)
+        else:
+            from .harness.cases import run_test
+
+            loaded = _load(str(self.path))
+            match = [(m, f) for n, m, f in loaded.tests if n == self.name]
+            if not match:
+                raise ConformFailure({"id": self.test_id, "status": "error",
+                                      "message": f"test {self.name} no longer in {self.path}"})
+            mod, func = match[0]
+            rec = run_test(mod, func, self.test_id, _options(self.config))
+        self.record = rec
+        self.user_properties.append(("conform_status", rec["status"]))
+        if rec.get("family"):
+            self.user_properties.append(("op_family", rec["family"]))
+        baseline = self.config.stash.get(_baseline_key, None)
+        entry = baseline.match(self.test_id) if baseline is not None else None
+        if rec["status"] == "pass":
+            if entry is not None:
+                self.user_properties.append(("conform_newly_passing", entry.reason))
+            return
+        if entry is not None:
+            pytest.xfail(f"known failure ({rec['status']}): {entry.reason or 'listed in the baseline'}")
+        raise ConformFailure(rec)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ConformFailure):
+            rec = excinfo.value.rec
+            lines = [f"{rec['status'].upper()}: {rec['id']}"]
+            if rec.get("file"):
+                lines.append(f"  at {rec['file']}:{rec.get('line', '')}")
+            if rec.get("backend"):
+                lines.append(f"  backend {rec['backend']}")
+            if rec.get("ops"):
+                lines.append(f"  ops {', '.join(rec['ops'])}; element types {', '.join(rec.get('dtypes') or [])}")
+            msg = (rec.get("message") or "").strip()
+            lines += [""] + [f"  {ln}" for ln in msg.replace("; ", "\n").splitlines()]
+            return "\n".join(lines)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, max(0, self.line - 1), f"conform: {self.name}"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call":
+        return
+    for k, v in getattr(report, "user_properties", ()):
+        if k == "conform_newly_passing":
+            _NEWLY_PASSING.append((report.nodeid, v))
+
+
+_NEWLY_PASSING: list[tuple[str, str]] = []
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    if not _NEWLY_PASSING:
+        return
+    tr = terminalreporter
+    tr.section("stablehlo-conform: newly passing (listed in the baseline)")
+    for nodeid, reason in _NEWLY_PASSING:
+        tr.line(f"{nodeid}  (baseline reason: {reason})")
+    tr.line("update the baseline: conform baseline update RESULTS.json -o BASELINE")

@@ -133,7 +133,7 @@ JS = r"""
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
-  function colour(rate){ return 'hsl(' + Math.round(rate * 120) + ',70%,' + (rate === 1 ? 80 : 72) + '%)'; }
+  function colour(rate){ return rate >= 1 ? 'hsl(120,55%,78%)' : 'hsl(' + Math.round(95 * rate * rate) + ',75%,70%)'; }
   function pct(x){ return (100 * x).toFixed(x === 1 || x === 0 ? 0 : 1) + '%'; }
   // aggregate: family -> dtype -> backend -> [pass, total]
   var agg = {}, famTot = {};
