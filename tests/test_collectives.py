@@ -291,9 +291,9 @@ func.func @main() {
     sink = io.StringIO()
     _engine(text, io=sink).call("main", ())
     assert sink.getvalue() == (
-        "tensor<2x2xi8> {\n  [\n    [1, 2],\n    [3, 4]\n  ]\n}\n"
-        "tensor<f16> {1.000000e+00}\n"
-        "tensor<2x0xi8> {\n  [\n    [],\n    []\n  ]\n}\n")
+        "%0 = tensor<2x2xi8> {\n  [\n    [1, 2],\n    [3, 4]\n  ]\n}\n"
+        "%1 = tensor<f16> {1.000000e+00}\n"
+        "%2 = tensor<2x0xi8> {\n  [\n    [],\n    []\n  ]\n}\n")
 
 
 # the official interpret programs ------------------------------------------------
@@ -327,7 +327,7 @@ def test_printing_inside_run_parallel_is_not_interleaved(interpret):
     mod = frontend.load_file(path, split=True)[-1]
     sink = io.StringIO()
     Engine(mod, REG, io=sink).call("main", ())
-    assert sink.getvalue() == "tensor<2xi32> {\n  [0, 1]\n}\n" * 2
+    assert sink.getvalue() == "%0 = tensor<2xi32> {\n  [0, 1]\n}\n" * 2
 
 
 # deadlocks and failures ---------------------------------------------------------
@@ -582,3 +582,26 @@ module attributes {mhlo.num_replicas = 2 : i32, mhlo.num_partitions = 2 : i32} {
     for (r, p), (rid, pid, s) in out.items():
         assert (int(rid), int(pid), int(s)) == (r, p, 6)
         assert s.shape == () and rid.dtype == np.uint32
+
+
+def test_print_names_values_as_the_mlir_printer_does():
+    text = """
+func.func @main() {
+  %t = stablehlo.constant dense<true> : tensor<i1>
+  %a = stablehlo.constant dense<1> : tensor<i8>
+  %z = "stablehlo.if"(%t) ({
+    %q = stablehlo.constant dense<5> : tensor<i8>
+    interpreter.print %q : tensor<i8>
+    stablehlo.return %q : tensor<i8>
+  }, {
+    stablehlo.return %a : tensor<i8>
+  }) : (tensor<i1>) -> tensor<i8>
+  %r:2 = "stablehlo.optimization_barrier"(%a, %z) : (tensor<i8>, tensor<i8>) -> (tensor<i8>, tensor<i8>)
+  interpreter.print %r#1 : tensor<i8>
+  func.return
+}
+"""
+    sink = io.StringIO()
+    _engine(text, io=sink).call("main", ())
+    # printed by the bindings as %0, %1, %2 = if, %3:2 = barrier, then %4 inside the if
+    assert sink.getvalue() == "%4 = tensor<i8> {5}\n%3#1 = tensor<i8> {5}\n"

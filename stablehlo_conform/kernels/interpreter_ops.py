@@ -152,11 +152,44 @@ def format_value(value, ty) -> str:
     return f"{name} {{\n  {_nested(a, kind, 2)}\n}}"
 
 
+_names_cache: dict[int, tuple] = {}
+
+
+def _ssa_names(module) -> dict[int, str]:
+    """Value id -> the name MLIR's printer gives it (``%0``, ``%1#1``,
+    ``%arg0``): one result counter and one argument counter per function;
+    a region's own ops first, then its nested regions, last pushed first."""
+    cached = _names_cache.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    names: dict[int, str] = {}
+    for f in module.funcs.values():
+        next_val = next_arg = 0
+        stack = [f.body]
+        while stack:
+            region = stack.pop()
+            for block in region.blocks:
+                for vid in block.args:
+                    names[vid] = f"%arg{next_arg}"
+                    next_arg += 1
+                for o in block.ops:
+                    if o.results:
+                        for i, vid in enumerate(o.results):
+                            names[vid] = f"%{next_val}" if len(o.results) == 1 else f"%{next_val}#{i}"
+                        next_val += 1
+                    stack.extend(o.regions)
+    _names_cache[id(module)] = (module, names)
+    return names
+
+
 @kernel("interpreter.print")
 def print_(op, *values):
-    """Prints each operand to ``engine.io`` (when it can ``write``) or stdout."""
+    """Prints each operand as ``%name = <value>`` to ``engine.io`` (when it
+    can ``write``) or stdout."""
     eng = op.engine
-    text = "".join(format_value(v, op.operand_type(i)) + "\n" for i, v in enumerate(values))
+    names = _ssa_names(eng.module)
+    text = "".join(f"{names.get(vid, '%?')} = " + format_value(v, op.operand_type(i)) + "\n"
+                   for i, (vid, v) in enumerate(zip(op.op.operands, values)))
     sink = eng.io if eng.io is not None and hasattr(eng.io, "write") else sys.stdout
     with _print_lock:
         sink.write(text)
