@@ -222,6 +222,8 @@ class ProcessGrid:
             return
         if self.deadline is not None:
             limit = max(0.0, self.deadline - time.monotonic())
+            if self.timeout is not None:
+                limit = min(limit, self.timeout)
         else:
             limit = self.timeout if self.timeout is not None else DEFAULT_TIMEOUT
         end = time.monotonic() + limit
