@@ -105,8 +105,15 @@ def float_view(x) -> np.ndarray:
 
 
 def to_float(v, dt: np.dtype) -> np.ndarray:
+    """Round values to the float dtype ``dt`` once (to nearest even)."""
+    a = np.asarray(v)
     with np.errstate(all="ignore"):
-        return np.asarray(np.asarray(v).astype(dt), dtype=dt)
+        if not _is_std_float(np.dtype(dt)) and a.dtype != dt:
+            if a.dtype != np.float32:
+                a = a.astype(np.float64)
+            if a.dtype == np.float64:
+                return _f64_to_small(a, dt)
+        return np.asarray(a.astype(dt), dtype=dt)
 
 
 def float_compute(fn, dt: np.dtype, *xs) -> np.ndarray:
@@ -292,6 +299,17 @@ def addui_extended(op, a, b):
         s = as_unsigned(x + y, bits)
     carry = s < x
     return (wrap(s, el), np.asarray(carry, dtype=np.bool_))
+
+
+@kernel("arith.subui_extended")
+def subui_extended(op, a, b):
+    """Difference modulo 2^N and the borrow-out bit."""
+    el = result_element(op)
+    bits = bits_of(el)
+    x, y = as_unsigned(a, bits), as_unsigned(b, bits)
+    with np.errstate(all="ignore"):
+        d = x - y
+    return (wrap(d, el), np.asarray(x < y, dtype=np.bool_))
 
 
 def _mul_wide_unsigned(x, y):
@@ -508,12 +526,7 @@ def extf(op, a):
     mode = op.attr("roundingmode")
     if mode is not None and str(mode) not in ("0", "to_nearest_even") and "nearest_even" not in str(mode):
         raise op.unsupported(f"rounding mode {mode}")
-    src = np.asarray(a)
-    with np.errstate(all="ignore"):
-        if src.dtype == np.float64 and not _is_std_float(dt):
-            # round once: widen the small format through f32 only when exact
-            return (_f64_to_small(src, dt),)
-        return (to_float(src, dt),)
+    return (to_float(a, dt),)
 
 
 def _f64_to_small(x: np.ndarray, dt: np.dtype) -> np.ndarray:
@@ -522,7 +535,8 @@ def _f64_to_small(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     Rounds the f64 to f32 with round-to-odd (keep the sticky bit), which
     makes the second rounding to the small format exact.
     """
-    f = x.astype(np.float32)
+    with np.errstate(all="ignore"):
+        f = x.astype(np.float32)
     back = f.astype(np.float64)
     inexact = (back != x) & np.isfinite(x) & np.isfinite(back)
     bits = f.view(np.uint32)
@@ -537,14 +551,14 @@ def _f64_to_small(x: np.ndarray, dt: np.dtype) -> np.ndarray:
 def sitofp(op, a):
     dt = op.result_dtype(0)
     v = as_signed(a, bits_of(operand_element(op)))
-    return (to_float(v, dt if _is_std_float(dt) else np.float64).astype(dt),)
+    return (to_float(v, dt),)
 
 
 @kernel("arith.uitofp")
 def uitofp(op, a):
     dt = op.result_dtype(0)
     v = as_unsigned(a, bits_of(operand_element(op)))
-    return (to_float(v, dt if _is_std_float(dt) else np.float64).astype(dt),)
+    return (to_float(v, dt),)
 
 
 _I64_LIMITS = (-9223372036854775808.0, 9223372036854774784.0)

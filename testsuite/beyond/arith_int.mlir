@@ -140,3 +140,12 @@ func.func @extended_multiply_i64() {
   check.expect_eq_const %uhi, dense<[1, -2, 4]> : tensor<3xi64>
   func.return
 }
+
+func.func @sub_with_borrow() {
+  %a = arith.constant dense<[5, 3, -1]> : tensor<3xi8>
+  %b = arith.constant dense<[3, 5, 1]> : tensor<3xi8>
+  %d, %borrow = arith.subui_extended %a, %b : tensor<3xi8>, tensor<3xi1>
+  check.expect_eq_const %d, dense<[2, -2, -2]> : tensor<3xi8>
+  check.expect_eq_const %borrow, dense<[false, true, false]> : tensor<3xi1>
+  func.return
+}
