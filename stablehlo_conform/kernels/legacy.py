@@ -1,4 +1,5 @@
-"""StableHLO ops outside the specification, and ``func``/``cf`` companions.
+"""StableHLO ops outside the specification, and ``func``/``cf``/``scf``
+companions.
 
 StableHLO keeps a few ops without a spec section for compatibility with
 older producers (spec status "no" in status.md): ``broadcast``, ``dot``,
@@ -20,6 +21,11 @@ Their semantics follow XLA's operation semantics and the MHLO definitions:
 Products accumulate in the result element type's arithmetic: integers wrap
 modulo 2^N, i1 is OR of ANDs, floats accumulate in f64 (complex in
 complex128) and are rounded once to the result type.
+
+Companions: ``func.constant``/``func.call_indirect`` (a function value is
+its symbol), ``cf.assert`` (a false condition fails the test with its
+message), and ``scf.if``/``for``/``while``/``index_switch``/
+``execute_region`` with the MLIR SCF dialect's semantics.
 """
 
 from __future__ import annotations
@@ -198,3 +204,85 @@ def cf_assert(op, cond):
     if not bool(np.asarray(cond).reshape(-1).all()):
         op.engine.record_check(False, f"cf.assert: {op.attr('msg', '')}", op.op)
     return ()
+
+
+# scf companions ---------------------------------------------------------------
+#
+# ``scf.condition`` ends the "before" region of ``scf.while`` and is not one of
+# the engine's terminators: its kernel records the condition and the values
+# it forwards, and ``scf.while`` reads them as soon as the region returns.
+
+_CONDITION = "scf.condition"
+
+
+def _scf_run(op, i: int, *args) -> tuple:
+    if not op.op.regions[i].blocks:
+        return ()
+    return tuple(op.region(i)(*args))
+
+
+@kernel("scf.if")
+def scf_if(op, cond):
+    """Runs the "then" region when ``cond`` holds, else the "else" region."""
+    return _scf_run(op, 0 if bool(np.asarray(cond)) else 1)
+
+
+@kernel("scf.execute_region")
+def scf_execute_region(op):
+    return _scf_run(op, 0)
+
+
+@kernel("scf.index_switch")
+def scf_index_switch(op, arg):
+    """Region 0 is the default; regions 1.. match ``cases`` in order."""
+    v = int(np.asarray(arg))
+    cases = [int(c) for c in (op.attr("cases") or ())]
+    region = cases.index(v) + 1 if v in cases else 0
+    return _scf_run(op, region)
+
+
+@kernel("scf.for")
+def scf_for(op, lb, ub, step, *inits):
+    """``for iv = lb; iv < ub; iv += step`` carrying ``inits`` (signed
+    comparison, or unsigned with the ``unsignedCmp`` attribute)."""
+    from .arith import as_signed, as_unsigned, bits_of
+
+    ity = op.operand_type(0)
+    bits = bits_of(ity)
+    conv = as_unsigned if op.attr("unsignedCmp", False) else as_signed
+    lo, hi, st = (int(conv(v, bits)) for v in (lb, ub, step))
+    if st <= 0:
+        from ..errors import ConformError
+
+        raise ConformError(f"{op.name} at {op.loc}: step {st} is not positive")
+    body = op.region(0)
+    values = tuple(inits)
+    dt = ity.dtype
+    for iv in range(lo, hi, st):
+        values = tuple(body(np.asarray(iv, dtype=np.int64).astype(dt), *values))
+    return values
+
+
+@kernel("scf.condition")
+def scf_condition(op, cond, *args):
+    op.engine.state[_CONDITION] = (bool(np.asarray(cond)), tuple(args))
+    return ()
+
+
+@kernel("scf.while")
+def scf_while(op, *inits):
+    """Runs "before" (ending in ``scf.condition``), then "after" while the
+    condition holds; the forwarded values are the results on exit."""
+    before, after = op.region(0), op.region(1)
+    values = tuple(inits)
+    state = op.engine.state
+    while True:
+        state.pop(_CONDITION, None)
+        before(*values)
+        got = state.pop(_CONDITION, None)
+        if got is None:
+            raise op.unsupported("before region without scf.condition")
+        holds, forwarded = got
+        if not holds:
+            return forwarded
+        values = tuple(after(*forwarded))
