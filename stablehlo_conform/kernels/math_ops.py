@@ -4,6 +4,9 @@ Float functions are evaluated in f64 and rounded once to the result type (f16,
 bf16 and the small float formats, f32), or natively in f64. Integer functions
 (``absi``, ``ctlz``, ``cttz``, ``ctpop``, ``ipowi``) use the two's complement
 bits of the signless operand and wrap.
+
+The ``complex`` dialect (scalar complex values) is here too: its functions
+are evaluated in complex128 and rounded once to the result type.
 """
 
 from __future__ import annotations
@@ -252,3 +255,108 @@ def isnormal(op, a):
         tiny = float(ml_dtypes.finfo(dt).smallest_normal)
     xf = float_view(x)
     return (np.asarray(np.isfinite(xf) & (np.abs(xf) >= tiny), dtype=np.bool_),)
+
+
+# the complex dialect ------------------------------------------------------------
+#
+# Complex values are complex64/complex128 arrays; functions are evaluated in
+# complex128 and rounded once to the result type.
+
+
+def _c128(x) -> np.ndarray:
+    return np.asarray(x).astype(np.complex128)
+
+
+def _to_result(op, v, i: int = 0) -> np.ndarray:
+    dt = op.result_dtype(i)
+    with np.errstate(all="ignore"):
+        return np.asarray(np.asarray(v).astype(dt), dtype=dt)
+
+
+def _complex_unary(name, fn):
+    def k(op, a):
+        with np.errstate(all="ignore"):
+            return (_to_result(op, fn(_c128(a))),)
+
+    k.__name__ = name.replace(".", "_")
+    k.__doc__ = f"``{name}`` (MLIR complex dialect), evaluated in complex128."
+    kernel(name)(k)
+
+
+def _complex_binary(name, fn):
+    def k(op, a, b):
+        with np.errstate(all="ignore"):
+            return (_to_result(op, fn(_c128(a), _c128(b))),)
+
+    k.__name__ = name.replace(".", "_")
+    k.__doc__ = f"``{name}`` (MLIR complex dialect), evaluated in complex128."
+    kernel(name)(k)
+
+
+@kernel("complex.constant")
+def complex_constant(op):
+    v = op.attr("value")
+    re, im = (float(x) for x in v)
+    return (_to_result(op, complex(re, im)),)
+
+
+@kernel("complex.create")
+def complex_create(op, re, im):
+    return (_to_result(op, np.asarray(re).astype(np.float64) + 1j * np.asarray(im).astype(np.float64)),)
+
+
+@kernel("complex.re")
+def complex_re(op, z):
+    return (_to_result(op, np.real(np.asarray(z))),)
+
+
+@kernel("complex.im")
+def complex_im(op, z):
+    return (_to_result(op, np.imag(np.asarray(z))),)
+
+
+@kernel("complex.abs")
+def complex_abs(op, z):
+    with np.errstate(all="ignore"):
+        return (_to_result(op, np.abs(_c128(z))),)
+
+
+@kernel("complex.angle")
+def complex_angle(op, z):
+    with np.errstate(all="ignore"):
+        return (_to_result(op, np.angle(_c128(z))),)
+
+
+@kernel("complex.eq")
+def complex_eq(op, a, b):
+    return (np.asarray(_c128(a) == _c128(b), dtype=np.bool_),)
+
+
+@kernel("complex.neq")
+def complex_neq(op, a, b):
+    return (np.asarray(_c128(a) != _c128(b), dtype=np.bool_),)
+
+
+def _complex_sign(z):
+    r = np.abs(z)
+    return np.where(r == 0, z, z / np.where(r == 0, 1.0, r))
+
+
+_complex_unary("complex.neg", np.negative)
+_complex_unary("complex.conj", np.conj)
+_complex_unary("complex.exp", np.exp)
+_complex_unary("complex.expm1", np.expm1)
+_complex_unary("complex.log", np.log)
+_complex_unary("complex.log1p", np.log1p)
+_complex_unary("complex.sqrt", np.sqrt)
+_complex_unary("complex.rsqrt", lambda z: 1.0 / np.sqrt(z))
+_complex_unary("complex.sin", np.sin)
+_complex_unary("complex.cos", np.cos)
+_complex_unary("complex.tan", np.tan)
+_complex_unary("complex.tanh", np.tanh)
+_complex_unary("complex.sign", _complex_sign)
+_complex_binary("complex.add", np.add)
+_complex_binary("complex.sub", np.subtract)
+_complex_binary("complex.mul", np.multiply)
+_complex_binary("complex.div", np.divide)
+_complex_binary("complex.pow", np.power)
