@@ -108,7 +108,7 @@ def to_float(v, dt: np.dtype) -> np.ndarray:
     """Round values to the float dtype ``dt`` once (to nearest even)."""
     a = np.asarray(v)
     with np.errstate(all="ignore"):
-        if not _is_std_float(np.dtype(dt)) and a.dtype != dt:
+        if np.dtype(dt).kind == "V" and a.dtype != dt and a.dtype.kind in "fiub":
             if a.dtype != np.float32:
                 a = a.astype(np.float64)
             if a.dtype == np.float64:

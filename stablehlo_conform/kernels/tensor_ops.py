@@ -183,7 +183,7 @@ def _slice_params(op, dyn):
 def _slices(op, shape, offsets, sizes, strides):
     out = []
     for d, (o, s, st, n) in enumerate(zip(offsets, sizes, strides, shape)):
-        if s < 0 or o < 0 or st < 1 and s > 1 or (s > 0 and o + (s - 1) * st >= n):
+        if s < 0 or o < 0 or (st < 1 and s > 1) or (s > 0 and o + (s - 1) * st >= n):
             raise ConformError(f"{op.name} at {op.loc}: slice offset {o} size {s} stride {st} "
                                f"out of bounds for dimension {d} of size {n}")
         out.append(slice(o, o + (s - 1) * st + 1, st) if s > 0 else slice(0, 0))
