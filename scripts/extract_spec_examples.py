@@ -135,9 +135,10 @@ NOT_TESTABLE: dict[tuple[str, str, int], str] = {
 }
 
 _QUANT_TYPES = (
-    "the bindings reject `!quant.uniform` element types in stablehlo ops (\"must be ranked tensor "
-    "of per-tensor integer quantized or per-axis integer quantized values\"), so the translated "
-    "test (storage constant + bitcast_convert, as in the official interpreter tests) does not parse"
+    "the bindings (jaxlib) register no quant dialect: `!quant.uniform` types parse only as opaque "
+    "types, which stablehlo ops reject (\"must be ranked tensor of per-tensor integer quantized or "
+    "per-axis integer quantized values\"), so the translated test (storage constant + "
+    "bitcast_convert, as in the official interpreter tests) cannot parse"
 )
 NOT_TESTABLE.update({
     ("spec.md", "uniform_dequantize", 1): _QUANT_TYPES,

@@ -289,7 +289,8 @@ def test_a_small_document_becomes_tests(tmp_path):
     assert "check.expect_eq_const %r#0, dense<[[1, 2]]> : tensor<1x2xi8>" in split
     assert "check.expect_eq_const %r#1, dense<[[3, 4]]> : tensor<1x2xi8>" in split
     ag = files["all_gather.mlir"]
-    assert "func.func private @all_gather_example_1_process(%operand: tensor<1xi64>) -> (tensor<2xi64>) {" in ag
+    assert ("func.func private @all_gather_example_1_process(%operand: tensor<1xi64>) -> "
+            "(tensor<2xi64>) {") in ag
     assert "%operand.p0_0 = stablehlo.constant dense<[1]> : tensor<1xi64>" in ag
     assert "%operand.p1_0 = stablehlo.constant dense<[2]> : tensor<1xi64>" in ag
     assert ('%results:2 = "interpreter.run_parallel"(%operand.p0_0, %operand.p1_0) {programs = '
