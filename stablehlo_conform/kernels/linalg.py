@@ -1,4 +1,4 @@
-"""Linear algebra: dot_general, dot, convolution, dynamic_conv, cholesky,
+"""Linear algebra: dot_general, convolution, dynamic_conv, cholesky,
 triangular_solve, batch_norm_training/inference/grad.
 
 See spec.md#dot_general, spec.md#convolution, spec.md#dynamic_conv,
@@ -123,13 +123,6 @@ def dot_general(op, lhs, rhs):
         dn.get("lhs_batching_dimensions", ()), dn.get("rhs_batching_dimensions", ()),
         dn.get("lhs_contracting_dimensions", ()), dn.get("rhs_contracting_dimensions", ()),
         op.result_dtype(0)),)
-
-
-@kernel("stablehlo.dot")
-def dot(op, lhs, rhs):
-    """Legacy ``stablehlo.dot``: contracts the last dim of lhs with the first of rhs."""
-    _check_not_quantized(op)
-    return (dot_general_arrays(lhs, rhs, (), (), (lhs.ndim - 1,), (0,), op.result_dtype(0)),)
 
 
 # ---------------------------------------------------------------------------
