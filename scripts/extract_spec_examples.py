@@ -1233,7 +1233,7 @@ def _reason_group(reason: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("spec", nargs="?", default=str(DEFAULT_SPEC), help="path of spec.md")
-    ap.add_argument("--rfc", action="append", default=None,
+    ap.add_argument("--rfc", action="extend", nargs="+", default=None, metavar="PATH",
                     help="RFC document adding ops/examples (default: found among ../shared/seeds)")
     ap.add_argument("--out", default=str(REPO / "testsuite" / "spec"), help="output folder")
     ap.add_argument("--no-verify", action="store_true", help="do not parse the tests with the bindings")

@@ -20,6 +20,8 @@ Implementation-defined cases (the spec leaves them open; these follow XLA):
   are shifted as their two's-complement bit pattern (top bit filled).
 - Integer ``power`` with a negative exponent gives 0, except for bases 1
   (result 1) and -1 (result +-1 by the exponent's parity).
+- Integer ``power`` is exact modulo 2^N for every exponent (square and
+  multiply over all exponent bits).
 - Integer arithmetic wraps (two's complement) at the type's own width,
   including the sub-byte types i2/i4/ui2/ui4.
 
@@ -523,13 +525,24 @@ def is_finite(dt, x):
 
 
 def _sign(w):
-    if np.iscomplexobj(w):
-        mag = np.abs(w)
-        nan = np.isnan(w.real) | np.isnan(w.imag)
-        with np.errstate(all="ignore"):
-            r = np.where(mag == 0, 0j, w / np.where(mag == 0, 1, mag))
-        return np.where(nan, complex(np.nan, np.nan), r)
     return np.where(np.isnan(w) | (w == 0), w, np.sign(w))
+
+
+def complex_sign(x, dt):
+    """``divide(x, convert(abs(x), type(x)))``: the modulus is rounded to the
+    element type first, then the division is rounded once."""
+    x = np.asarray(x)
+    comp = np.float32 if np.dtype(dt) == np.dtype(np.complex64) else np.float64
+    w = x.astype(np.complex128)
+    mag = np.abs(w).astype(comp).astype(np.float64)
+    nan = np.isnan(w.real) | np.isnan(w.imag)
+    safe = np.where(mag == 0, 1.0, mag)
+    r = np.empty(w.shape, dtype=np.complex128)
+    with np.errstate(all="ignore"):
+        r.real = np.where(mag == 0, 0.0, w.real / safe)
+        r.imag = np.where(mag == 0, 0.0, w.imag / safe)
+    r = np.where(nan, complex(np.nan, np.nan), r)
+    return r.astype(dt)
 
 
 @unary("stablehlo.sign")
@@ -537,6 +550,8 @@ def sign(dt, x):
     k = _kind(x)
     if k in ("int", "uint"):
         return int_fn(np.sign, dt, x)
+    if k == "complex":
+        return complex_sign(x, dt)
     return float_fn(_sign, dt, x)
 
 
@@ -559,6 +574,9 @@ def _logistic(w):
 
 
 def _rsqrt(w):
+    if w.dtype == np.dtype(np.float64) and np.finfo(np.longdouble).nmant > 52:
+        # one rounding into f64 (the f64 quotient of a rounded root can be 1 ULP off)
+        return (1.0 / np.sqrt(w.astype(np.longdouble))).astype(np.float64)
     return 1.0 / np.sqrt(w)
 
 

@@ -1,0 +1,426 @@
+"""Element-wise, comparison and CHLO kernels: hand-computed values.
+
+Each test pins one semantic pitfall (spec.md sections cited by the kernels).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from stablehlo_conform import evaluate
+from stablehlo_conform import types as T
+from stablehlo_conform.kernels import load_all
+
+SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
+
+
+def ty(a: np.ndarray) -> str:
+    name = T.name_of_dtype(a.dtype)
+    dims = "".join(f"{d}x" for d in a.shape)
+    return f"tensor<{dims}{name}>"
+
+
+def run_op(op: str, *args, result=None, attrs: str = "", generic: bool = False):
+    """Evaluate ``%r = <op> args`` on NumPy arrays; returns the result."""
+    args = [np.asarray(a) for a in args]
+    rty = result if result is not None else ty(args[0])
+    params = ", ".join(f"%a{i}: {ty(a)}" for i, a in enumerate(args))
+    names = ", ".join(f"%a{i}" for i in range(len(args)))
+    in_tys = ", ".join(ty(a) for a in args)
+    text = (f"func.func @main({params}) -> {rty} {{\n"
+            f"  %r = \"{op}\"({names}) {attrs} : ({in_tys}) -> {rty}\n"
+            f"  return %r : {rty}\n}}\n")
+    (out,) = evaluate(text, *args)
+    return out
+
+
+def same(actual, expected, dtype=None):
+    actual = np.asarray(actual)
+    expected = np.asarray(expected, dtype=dtype or actual.dtype)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    if actual.dtype.kind in "fc" or actual.dtype.kind == "V" and "float" in actual.dtype.name:
+        a = actual.astype(np.complex128 if actual.dtype.kind == "c" else np.float64)
+        e = expected.astype(a.dtype)
+        ok = (a == e) | (np.isnan(a) & np.isnan(e))
+        if a.dtype.kind == "f":
+            ok &= (np.signbit(a) == np.signbit(e)) | np.isnan(a)
+        assert ok.all(), (actual, expected)
+    else:
+        assert np.array_equal(actual, expected), (actual, expected)
+
+
+I32 = np.int32
+INT32_MIN = np.iinfo(np.int32).min
+
+
+# --------------------------------------------------------------------------- #
+# integer division, remainder, power
+# --------------------------------------------------------------------------- #
+
+def test_integer_divide_truncates_and_defines_overflow():
+    lhs = np.array([17, -17, 17, -17, 7, -7, INT32_MIN], I32)
+    rhs = np.array([3, 3, -3, -3, 0, 0, -1], I32)
+    same(run_op("stablehlo.divide", lhs, rhs), [5, -5, -5, 5, -1, -1, INT32_MIN])
+
+
+def test_unsigned_divide_by_zero_is_all_ones():
+    same(run_op("stablehlo.divide", np.array([7, 0], np.uint32), np.array([0, 0], np.uint32)),
+         [0xFFFFFFFF, 0xFFFFFFFF])
+
+
+def test_integer_remainder_takes_dividend_sign():
+    lhs = np.array([17, -17, 17, -17, 7, -7, INT32_MIN], I32)
+    rhs = np.array([3, 3, -3, -3, 0, 0, -1], I32)
+    same(run_op("stablehlo.remainder", lhs, rhs), [2, -2, 2, -2, 7, -7, 0])
+
+
+def test_float_remainder_is_fmod():
+    lhs = np.array([5.5, -5.5, 5.5, -5.5, 1.0], np.float32)
+    rhs = np.array([2.0, 2.0, -2.0, -2.0, 0.0], np.float32)
+    same(run_op("stablehlo.remainder", lhs, rhs), [1.5, -1.5, 1.5, -1.5, np.nan])
+
+
+def test_integer_power_negative_exponents_and_wrap():
+    base = np.array([2, -2, 1, -1, -1, 0, 3, 3], I32)
+    exp = np.array([-1, -1, -5, -5, -4, 0, 4, 21], I32)
+    assert 3**21 % 2**32 == 1870418611
+    same(run_op("stablehlo.power", base, exp), [0, 0, 1, -1, 1, 1, 81, 1870418611])  # 3**21 mod 2**32
+
+
+def test_divide_i4_wraps_and_defines_overflow():
+    a = np.array([-8, 7, 5], ml_dtypes.int4)
+    b = np.array([-1, 0, -2], ml_dtypes.int4)
+    same(run_op("stablehlo.divide", a, b), np.array([-8, -1, -2], ml_dtypes.int4))
+
+
+# --------------------------------------------------------------------------- #
+# wrapping arithmetic, sub-byte integers
+# --------------------------------------------------------------------------- #
+
+def test_int8_arithmetic_wraps_without_warnings():
+    a = np.array([127, -128, 100], np.int8)
+    b = np.array([1, 1, 3], np.int8)
+    with np.errstate(all="raise"):
+        same(run_op("stablehlo.add", a, b), [-128, -127, 103])
+        same(run_op("stablehlo.subtract", a, b), [126, 127, 97])
+        same(run_op("stablehlo.multiply", a, b), [127, -128, 44])
+        same(run_op("stablehlo.negate", a), [-127, -128, -100])
+        same(run_op("stablehlo.abs", a), [127, -128, 100])
+
+
+def test_sub_byte_integers_wrap_at_their_width():
+    i4 = ml_dtypes.int4
+    same(run_op("stablehlo.add", np.array([7, -8], i4), np.array([1, -1], i4)), np.array([-8, 7], i4))
+    same(run_op("stablehlo.multiply", np.array([4, 3], i4), np.array([4, 3], i4)), np.array([0, -7], i4))
+    same(run_op("stablehlo.subtract", np.array([0], ml_dtypes.uint4), np.array([1], ml_dtypes.uint4)),
+         np.array([15], ml_dtypes.uint4))
+    same(run_op("stablehlo.add", np.array([1], ml_dtypes.int2), np.array([1], ml_dtypes.int2)),
+         np.array([-2], ml_dtypes.int2))
+    same(run_op("stablehlo.not", np.array([0, 5], ml_dtypes.uint4)), np.array([15, 10], ml_dtypes.uint4))
+
+
+def test_popcnt_and_clz_use_own_width():
+    i4 = ml_dtypes.int4
+    same(run_op("stablehlo.popcnt", np.array([-1, -8, 3], i4)), np.array([4, 1, 2], i4))
+    same(run_op("stablehlo.count_leading_zeros", np.array([1, 0, -1], i4)), np.array([3, 4, 0], i4))
+    same(run_op("stablehlo.count_leading_zeros", np.array([0, 1, 1 << 62, -1], np.int64)), [64, 63, 1, 0])
+    same(run_op("stablehlo.popcnt", np.array([-1, 0x7F], np.int8)), [8, 7])
+
+
+def test_bool_add_multiply_max_min():
+    t, f = np.array([True, True, False, False]), np.array([True, False, True, False])
+    same(run_op("stablehlo.add", t, f), [True, True, True, False])
+    same(run_op("stablehlo.multiply", t, f), [True, False, False, False])
+    same(run_op("stablehlo.maximum", t, f), [True, True, True, False])
+    same(run_op("stablehlo.minimum", t, f), [True, False, False, False])
+
+
+# --------------------------------------------------------------------------- #
+# shifts
+# --------------------------------------------------------------------------- #
+
+def test_shift_amounts_out_of_range():
+    a = np.array([1, 1, -128, 64, -1, -1, -2], np.int8)
+    s = np.array([8, -1, 8, 9, 8, 1, 1], np.int8)
+    same(run_op("stablehlo.shift_left", a, s), [0, 0, 0, 0, 0, -2, -4])
+    same(run_op("stablehlo.shift_right_arithmetic", a, s), [0, 0, -1, 0, -1, -1, -1])
+    same(run_op("stablehlo.shift_right_logical", a, s), [0, 0, 0, 0, 0, 127, 127])
+
+
+def test_shift_right_arithmetic_unsigned_fills_top_bit():
+    a = np.array([0x80, 0x80, 0x40], np.uint8)
+    s = np.array([1, 9, 1], np.uint8)
+    same(run_op("stablehlo.shift_right_arithmetic", a, s), [0xC0, 0xFF, 0x20])
+
+
+def test_shift_64_bit():
+    a = np.array([-1, 1, np.iinfo(np.int64).min], np.int64)
+    s = np.array([63, 63, 63], np.int64)
+    same(run_op("stablehlo.shift_right_logical", a, s), [1, 0, 1])
+    same(run_op("stablehlo.shift_left", a, s), [np.iinfo(np.int64).min] * 2 + [0])
+    same(run_op("stablehlo.shift_right_arithmetic", a, np.array([64, 64, 64], np.int64)), [-1, 0, -1])
+
+
+# --------------------------------------------------------------------------- #
+# rounding, sign, min/max, clamp, select
+# --------------------------------------------------------------------------- #
+
+def test_round_nearest_afz_ties_away_from_zero():
+    x = np.array([-2.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -0.0], np.float32)
+    same(run_op("stablehlo.round_nearest_afz", x), [-3.0, -1.0, 1.0, 2.0, 3.0, 0.0, -0.0])
+
+
+def test_round_nearest_even_ties_to_even():
+    x = np.array([-2.5, -0.5, 0.5, 1.5, 2.5], np.float64)
+    same(run_op("stablehlo.round_nearest_even", x), [-2.0, -0.0, 0.0, 2.0, 2.0])
+
+
+def test_round_bf16_stays_bf16():
+    x = np.array([2.5, -3.5], ml_dtypes.bfloat16)
+    same(run_op("stablehlo.round_nearest_afz", x), np.array([3, -4], ml_dtypes.bfloat16))
+
+
+def test_float_sign_keeps_signed_zero_and_nan():
+    x = np.array([-0.0, 0.0, np.nan, -3.0, 7.0], np.float32)
+    same(run_op("stablehlo.sign", x), [-0.0, 0.0, np.nan, -1.0, 1.0])
+    same(run_op("stablehlo.sign", np.array([-5, 0, 9], np.int16)), [-1, 0, 1])
+    same(run_op("stablehlo.sign", np.array([3 + 4j, 0j], np.complex128)), [0.6 + 0.8j, 0j])
+
+
+def test_maximum_minimum_ieee_zero_and_nan():
+    a = np.array([0.0, -0.0, np.nan, 1.0], np.float32)
+    b = np.array([-0.0, 0.0, 1.0, np.nan], np.float32)
+    same(run_op("stablehlo.maximum", a, b), [0.0, 0.0, np.nan, np.nan])
+    same(run_op("stablehlo.minimum", a, b), [-0.0, -0.0, np.nan, np.nan])
+
+
+def test_complex_maximum_is_lexicographic():
+    a = np.array([1 + 5j, 2 + 0j], np.complex64)
+    b = np.array([1 + 6j, 1 + 9j], np.complex64)
+    same(run_op("stablehlo.maximum", a, b), [1 + 6j, 2 + 0j])
+    same(run_op("stablehlo.minimum", a, b), [1 + 5j, 1 + 9j])
+
+
+def test_clamp_with_scalar_bounds():
+    x = np.array([-5, 0, 5, 10], I32)
+    out = run_op("stablehlo.clamp", np.array(0, I32), x, np.array(6, I32), result="tensor<4xi32>")
+    same(out, [0, 0, 5, 6])
+
+
+def test_select_with_scalar_pred():
+    t = np.array([1.0, 2.0], np.float32)
+    f = np.array([3.0, 4.0], np.float32)
+    same(run_op("stablehlo.select", np.array(False), t, f, result="tensor<2xf32>"), [3.0, 4.0])
+    same(run_op("stablehlo.select", np.array([True, False]), t, f, result="tensor<2xf32>"), [1.0, 4.0])
+
+
+# --------------------------------------------------------------------------- #
+# floats: one rounding into narrow types
+# --------------------------------------------------------------------------- #
+
+def test_bf16_exponential_rounded_once():
+    x = np.array([1.0, 0.0], ml_dtypes.bfloat16)
+    same(run_op("stablehlo.exponential", x), np.array([2.71875, 1.0], ml_dtypes.bfloat16))
+
+
+def test_f16_logistic_and_tanh():
+    x = np.array([0.0, 100.0, -100.0], np.float16)
+    same(run_op("stablehlo.logistic", x), np.array([0.5, 1.0, 0.0], np.float16))
+    same(run_op("stablehlo.tanh", x), np.array([0.0, 1.0, -1.0], np.float16))
+
+
+def test_rsqrt_and_cbrt_values():
+    same(run_op("stablehlo.rsqrt", np.array([4.0, 0.5], np.float64)), [0.5, 1.4142135623730951])
+    same(run_op("stablehlo.cbrt", np.array([-27.0, 8.0], np.float32)), [-3.0, 2.0])
+
+
+def test_atan2_and_complex_parts():
+    same(run_op("stablehlo.atan2", np.array([1.0, -0.0], np.float64), np.array([-1.0, -1.0], np.float64)),
+         [3 * math.pi / 4, -math.pi])
+    c = np.array([1.5 + 2.5j], np.complex64)
+    same(run_op("stablehlo.real", c, result="tensor<1xf32>"), np.array([1.5], np.float32))
+    same(run_op("stablehlo.imag", c, result="tensor<1xf32>"), np.array([2.5], np.float32))
+    same(run_op("stablehlo.complex", np.array([1.0], np.float64), np.array([2.0], np.float64),
+                result="tensor<1xcomplex<f64>>"), [1 + 2j])
+    same(run_op("stablehlo.abs", np.array([3 + 4j], np.complex64), result="tensor<1xf32>"),
+         np.array([5.0], np.float32))
+
+
+def test_is_finite():
+    x = np.array([1.0, np.inf, -np.inf, np.nan], np.float16)
+    same(run_op("stablehlo.is_finite", x, result="tensor<4xi1>"), [True, False, False, False])
+
+
+def test_rank0_results_are_0d_arrays_of_result_dtype():
+    out = run_op("stablehlo.add", np.array(3, np.int8), np.array(4, np.int8))
+    assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == np.int8 and out == 7
+    out = run_op("stablehlo.sine", np.array(0.0, ml_dtypes.bfloat16))
+    assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == ml_dtypes.bfloat16
+
+
+class _StubOp:
+    """Just enough of the engine's OpContext for direct kernel calls."""
+
+    def __init__(self, result: str, operands: list[str], attrs=None):
+        self._r = T.TensorType((), T.ElementType(result))
+        self._o = [T.TensorType((), T.ElementType(o)) for o in operands]
+        self.attrs = attrs or {}
+
+    def result_type(self, i=0):
+        return self._r
+
+    def result_dtype(self, i=0):
+        return self._r.dtype
+
+    def operand_type(self, i=0):
+        return self._o[i]
+
+    def attr(self, name, default=None):
+        return self.attrs.get(name, default)
+
+
+def test_kernels_accept_lanes_that_broadcast():
+    reg = load_all()
+    add = reg.lookup("stablehlo.add")
+    (r,) = add(_StubOp("f32", ["f32", "f32"]), np.arange(4, dtype=np.float32), np.array(1.0, np.float32))
+    same(r, np.array([1, 2, 3, 4], np.float32))
+    cmp = reg.lookup("stablehlo.compare")
+    (r,) = cmp(_StubOp("i1", ["i32", "i32"], {"comparison_direction": "LT"}),
+               np.array([[1], [5]], I32), np.array([2, 3, 4], I32))
+    same(r, [[True, True, True], [False, False, False]])
+    sel = reg.lookup("stablehlo.select")
+    (r,) = sel(_StubOp("i32", ["i1", "i32", "i32"]), np.array([True, False]), np.array(7, I32), np.array([1, 2], I32))
+    same(r, np.array([7, 2], I32))
+
+
+# --------------------------------------------------------------------------- #
+# compare
+# --------------------------------------------------------------------------- #
+
+def _cmp(direction, a, b, ctype=None):
+    attrs = f"{{comparison_direction = #stablehlo<comparison_direction {direction}>"
+    if ctype:
+        attrs += f", compare_type = #stablehlo<comparison_type {ctype}>"
+    attrs += "}"
+    return run_op("stablehlo.compare", a, b, attrs=attrs, result=f"tensor<{len(a)}xi1>")
+
+
+def test_compare_float_is_quiet_ieee():
+    a = np.array([np.nan, -0.0, 1.0], np.float64)
+    b = np.array([np.nan, 0.0, np.nan], np.float64)
+    same(_cmp("EQ", a, b, "FLOAT"), [False, True, False])
+    same(_cmp("NE", a, b, "FLOAT"), [True, False, True])
+    same(_cmp("LT", a, b), [False, False, False])
+
+
+def test_compare_totalorder():
+    neg_nan = np.array([0xFFF8000000000000], np.uint64).view(np.float64)[0]
+    a = np.array([-0.0, np.nan, neg_nan, np.inf, -0.0], np.float64)
+    b = np.array([0.0, np.nan, -np.inf, np.nan, -0.0], np.float64)
+    same(_cmp("LT", a, b, "TOTALORDER"), [True, False, True, True, False])
+    same(_cmp("EQ", a, b, "TOTALORDER"), [False, True, False, False, True])
+    bf = ml_dtypes.bfloat16
+    same(_cmp("GT", np.array([0.0, 1.0], bf), np.array([-0.0, np.nan], bf), "TOTALORDER"), [True, False])
+
+
+def test_compare_default_and_unsigned():
+    same(_cmp("GT", np.array([255, 0], np.uint8), np.array([1, 1], np.uint8)), [True, False])
+    same(_cmp("LT", np.array([-1, 5], np.int8), np.array([1, 1], np.int8), "SIGNED"), [True, False])
+    same(_cmp("GT", np.array([True, False]), np.array([False, False]), "UNSIGNED"), [True, False])
+    same(_cmp("LT", np.array([-8, 7], ml_dtypes.int4), np.array([7, -8], ml_dtypes.int4)), [True, False])
+
+
+def test_compare_complex_lexicographic():
+    a = np.array([1 + 2j, 1 + 2j, 2 + 0j], np.complex64)
+    b = np.array([1 + 3j, 1 + 2j, 1 + 9j], np.complex64)
+    same(_cmp("LT", a, b, "FLOAT"), [True, False, False])
+    same(_cmp("GE", a, b, "FLOAT"), [False, True, True])
+
+
+# --------------------------------------------------------------------------- #
+# CHLO
+# --------------------------------------------------------------------------- #
+
+def test_chlo_mulhi():
+    same(run_op("chlo.mulhi", np.array([64, -64, -64], np.int8), np.array([4, 4, -4], np.int8)), [1, -1, 1])
+    big = np.array([-1, np.iinfo(np.int64).min, 3 << 61], np.int64)
+    same(run_op("chlo.mulhi", big, np.array([-1, -1, 4], np.int64)), [0, 0, 1])
+    same(run_op("chlo.mulhi", np.array([2**64 - 1], np.uint64), np.array([2**64 - 1], np.uint64)),
+         np.array([2**64 - 2], np.uint64))
+
+
+def test_chlo_next_after():
+    bf = ml_dtypes.bfloat16
+    x = np.array([1.0, 0.0, 1.0, np.nan, -1.0], bf)
+    y = np.array([2.0, -1.0, 1.0, 0.0, -np.inf], bf)
+    tiny = np.array([0x8001], np.uint16).view(bf)[0]
+    same(run_op("chlo.next_after", x, y), np.array([1.0078125, tiny, 1.0, np.nan, -1.0078125], bf))
+    same(run_op("chlo.next_after", np.array([1.0], np.float64), np.array([0.0], np.float64)),
+         [np.nextafter(1.0, 0.0)])
+
+
+def test_chlo_special_functions():
+    same(run_op("chlo.lgamma", np.array([1.0, 3.0], np.float64)), [0.0, math.log(2.0)])
+    d = run_op("chlo.digamma", np.array([1.0, -1.0, 0.0], np.float64))
+    assert d[0] == pytest.approx(-0.5772156649015329) and np.isnan(d[1]) and np.isnan(d[2])
+    assert run_op("chlo.erf", np.array([0.5], np.float32))[0] == np.float32(math.erf(0.5))
+    assert run_op("chlo.erf_inv", np.array([0.0], np.float32))[0] == 0.0
+    pg = run_op("chlo.polygamma", np.array([1.0, 0.5], np.float64), np.array([1.0, 1.0], np.float64))
+    assert pg[0] == pytest.approx(math.pi**2 / 6) and np.isnan(pg[1])
+    z = run_op("chlo.zeta", np.array([2.0], np.float64), np.array([1.0], np.float64))
+    assert z[0] == pytest.approx(math.pi**2 / 6)
+    same(run_op("chlo.is_pos_inf", np.array([np.inf, -np.inf, 1.0], np.float32), result="tensor<3xi1>"),
+         [True, False, False])
+    same(run_op("chlo.conj", np.array([1 + 2j], np.complex64)), [1 - 2j])
+
+
+def test_chlo_broadcast_with_dimensions():
+    a = np.array([1.0, 2.0, 3.0], np.float32)
+    b = np.array([[10.0, 20.0, 30.0], [40.0, 50.0, 60.0]], np.float32)
+    out = run_op("chlo.broadcast_add", a, b, attrs="{broadcast_dimensions = array<i64: 1>}",
+                 result="tensor<2x3xf32>")
+    same(out, [[11, 22, 33], [41, 52, 63]])
+    col = np.array([1.0, 2.0], np.float32)
+    out = run_op("chlo.broadcast_multiply", col, b, attrs="{broadcast_dimensions = array<i64: 0>}",
+                 result="tensor<2x3xf32>")
+    same(out, [[10, 20, 30], [80, 100, 120]])
+    out = run_op("chlo.broadcast_compare", a, b,
+                 attrs="{comparison_direction = #chlo<comparison_direction LT>}", result="tensor<2x3xi1>")
+    same(out, np.ones((2, 3), bool))
+
+
+# --------------------------------------------------------------------------- #
+# the official suite (skips when absent)
+# --------------------------------------------------------------------------- #
+
+INTERPRET_FILES = [
+    "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "compare", "complex", "cosine",
+    "count_leading_zeros", "divide", "exponential", "exponential_minus_one", "floor", "imag",
+    "is_finite", "log", "log_plus_one", "logistic", "maximum", "minimum", "multiply", "negate",
+    "not", "or", "popcnt", "power", "real", "remainder", "round_nearest_afz", "round_nearest_even",
+    "rsqrt", "select", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
+    "sine", "sqrt", "subtract", "tan", "tanh", "xor", "chlo/mulhi",
+]
+
+
+@pytest.mark.skipif(not (SUITE / "interpret").is_dir(), reason="official suite not present")
+@pytest.mark.parametrize("name", INTERPRET_FILES)
+def test_interpret_suite_file(name):
+    from stablehlo_conform import load
+    from stablehlo_conform.engine import Engine
+
+    path = SUITE / "interpret" / f"{name}.mlir"
+    if not path.exists():
+        pytest.skip(f"{path.name} not in this suite version")
+    for module in load(path, split=True):
+        for f in module.tests():
+            eng = Engine(module)
+            eng.call(f.name, ())
+            bad = [m for ok, m, _ in eng.checks if not ok]
+            assert not bad, f"{path.name}::{f.name}: {bad}"
