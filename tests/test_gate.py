@@ -300,8 +300,10 @@ def test_example_plugin_installs_with_pip(tmp_path):
     if shutil.which("pip", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("pip is not available in this environment")
     target = tmp_path / "target"
+    src = tmp_path / "src"  # build from a copy: setuptools writes build/ next to the sources
+    shutil.copytree(PLUGIN, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--target", str(target),
-                        str(PLUGIN)], capture_output=True, text=True, timeout=240)
+                        str(src)], capture_output=True, text=True, timeout=240)
     if p.returncode != 0:
         pytest.skip(f"pip could not build the plugin here (no package index?): {p.stderr.strip()[-300:]}")
     env = dict(os.environ, PYTHONPATH=str(target))
