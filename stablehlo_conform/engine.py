@@ -143,7 +143,7 @@ class Engine:
             raise ConformError(f"no function @{name} in module")
         return f
 
-    def call(self, name: str, args: Sequence[Any]) -> tuple:
+    def call(self, name: str, args: Sequence[Any], lanes: bool = False) -> tuple:
         f = self.func(name)
         if len(args) != len(f.param_types):
             raise ConformError(f"@{name} takes {len(f.param_types)} arguments, got {len(args)}")
@@ -153,7 +153,7 @@ class Engine:
         saved = self.current_env
         try:
             env: dict[int, Any] = {}
-            return self.run_region(f.body, tuple(args), env)
+            return self.run_region(f.body, tuple(args), env, lanes=lanes)
         finally:
             self.current_env = saved
             self.depth -= 1
@@ -193,7 +193,7 @@ class Engine:
                 return self._cond_br(op, env)
             args = [env[v] for v in op.operands]
             if name == "func.call":
-                results = self.call(op.attrs["callee"].name, args)
+                results = self.call(op.attrs["callee"].name, args, lanes=lanes)
             else:
                 fn = registry.lookup(name)
                 if fn is None:
