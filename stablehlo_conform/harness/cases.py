@@ -124,6 +124,7 @@ def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> It
         yield ("result", rec)
         return
     tests: list[tuple[Module, Func]] = []
+    loaded: list[Module] = []
     errors: list[dict] = []
     for i, c in enumerate(chunks):
         try:
@@ -138,6 +139,7 @@ def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> It
             rec["message"] = f"{path}:{c.line}: error: cannot load: {type(e).__name__}: {e}"
             errors.append(rec)
             continue
+        loaded.append(mod)
         found = mod.tests()
         if not found:
             continue
@@ -152,6 +154,62 @@ def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> It
             continue
         yield ("start", tid)
         yield ("result", run_test(mod, f, tid, opts))
+    if tests or errors or not loaded:
+        return
+    from .programs import find_program_cases
+
+    source = chunks[0].text if chunks and chunks[0].text is not None else ""
+    cases = find_program_cases(source, loaded)
+    for tid, (mod, case) in zip(test_ids(path, [(m, c.func) for m, c in cases]), cases):
+        if tid in skip:
+            continue
+        yield ("start", tid)
+        yield ("result", run_program(mod, case, tid, opts))
+
+
+PROGRAM_SIZES = (4, 8, 5, 3)
+
+
+def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
+    """Run a program that takes arguments (see :mod:`.programs`)."""
+    from .. import frontend
+    from .backends import get_backend
+    from .programs import filecheck, format_results, generated_inputs
+
+    func = case.func
+    rec = base_record(mod.source, tid, func.name, func.loc.line)
+    family, ops, dtypes = family_of(mod, func)
+    rec.update(family=family, ops=ops, dtypes=dtypes, backend=opts.backend, kind=case.kind)
+    t0 = time.perf_counter()
+    try:
+        backend = get_backend(opts.backend)
+        size = None
+        if case.kind == "args":
+            args = list(frontend.parse_attribute(case.args_text, mod.source))
+            outputs = backend.run_function(mod, func.name, args, opts)
+        else:
+            # a size some programs cannot take (a slice past the end): try others
+            for i, size in enumerate(PROGRAM_SIZES):
+                try:
+                    outputs = backend.run_function(mod, func.name, generated_inputs(func, size=size), opts)
+                    break
+                except ConformError as e:
+                    if e.status != "error" or i == len(PROGRAM_SIZES) - 1:
+                        raise
+        if case.kind == "args":
+            why = filecheck(format_results(outputs, func.result_types), case.checks)
+            rec.update(status="fail" if why else "pass", message=why or "", checks=len(case.checks))
+        else:
+            rec.update(status="pass", checks=0,
+                       message=f"ran on generated inputs (dynamic sizes = {size}); no expected values in the program")
+    except ConformError as e:
+        rec["status"] = e.status
+        rec["message"] = str(e)
+    except Exception as e:
+        rec["status"] = "error"
+        rec["message"] = f"internal error: {type(e).__name__}: {e}"
+    rec["duration"] = round(time.perf_counter() - t0, 6)
+    return rec
 
 
 def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]:

@@ -1,0 +1,122 @@
+"""Programs that take arguments, run as tests.
+
+Two kinds of files carry no zero-argument test function:
+
+- *RUN-line programs* (``// RUN: ... --interpret --args="[dense<...> : T, ...]"``
+  with ``// CHECK:`` lines): the arguments are decoded by the bindings, the
+  entry function runs, its results are printed the way the official
+  interpreter prints them, and the ``CHECK``/``CHECK-NEXT`` lines are matched
+  against that output (a FileCheck subset: substring match, in order).
+- *Shape-polymorphic programs* (``@main`` taking dimension sizes and tensors
+  with ``?`` dims, as JAX exports them): every dimension variable and every
+  dynamic dimension is given one size, tensors get seeded random values, and
+  the program must run with every op's results matching its declared types.
+  Such a test has no expected values of its own; ``--compare`` adds another
+  backend as the oracle.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import types as T
+from ..program import Func, Module
+
+DYNAMIC_SIZE = 4
+_ARGS_RE = re.compile(r'^//\s*RUN:(?!\s*not\b).*--interpret\b.*--args="(\[.*\])"', re.M)
+_CHECK_RE = re.compile(r"^//\s*CHECK(-NEXT)?:\s?(.*)$", re.M)
+
+
+@dataclass
+class ProgramCase:
+    func: Func
+    kind: str  # "args" or "generated"
+    args_text: str | None = None
+    checks: tuple[tuple[bool, str], ...] = ()
+
+
+def find_program_cases(source_text: str, modules: list[Module]) -> list[tuple[Module, ProgramCase]]:
+    """Program tests of a file whose modules hold no zero-argument test."""
+    m = _ARGS_RE.search(source_text)
+    out: list[tuple[Module, ProgramCase]] = []
+    for mod in modules:
+        entry = mod.funcs.get("main")
+        if entry is None:
+            public = [f for f in mod.funcs.values() if f.visibility != "private"]
+            entry = public[0] if len(public) == 1 else None
+        if entry is None or not entry.param_types:
+            continue
+        if m:
+            checks = tuple((bool(c.group(1)), c.group(2).rstrip()) for c in _CHECK_RE.finditer(source_text))
+            out.append((mod, ProgramCase(entry, "args", m.group(1), checks)))
+        else:
+            out.append((mod, ProgramCase(entry, "generated")))
+    return out
+
+
+def generated_inputs(func: Func, seed: int = 0, size: int = DYNAMIC_SIZE) -> list:
+    """Arguments for a shape-polymorphic entry: leading integer scalars are
+    dimension variables (all ``size``), ``?`` dims are ``size`` too."""
+    rng = np.random.default_rng(seed)
+    args = []
+    leading = True
+    for ty in func.param_types:
+        if not isinstance(ty, T.TensorType):
+            raise ValueError(f"cannot generate an argument of type {ty}")
+        et = ty.element
+        if leading and ty.rank == 0 and getattr(et, "is_integer", False):
+            args.append(np.array(size, dtype=ty.dtype))
+            continue
+        leading = False
+        shape = tuple(size if d is None else d for d in ty.shape)
+        args.append(random_array(rng, shape, ty.element))
+    return args
+
+
+def random_array(rng: np.random.Generator, shape: tuple, et) -> np.ndarray:
+    kind = getattr(et, "kind", "")
+    dt = et.dtype
+    if kind == "bool":
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if kind in ("int", "uint"):
+        # small non-negative values: safe as indices, sizes and divisors
+        return rng.integers(0, 4, shape).astype(dt)
+    if kind == "complex":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+    if kind == "float":
+        return rng.uniform(-2.0, 2.0, shape).astype(dt)
+    if kind == "quant":
+        info = np.iinfo(np.int8)
+        return rng.integers(info.min, info.max, shape).astype(dt)
+    raise ValueError(f"cannot generate values of element type {et}")
+
+
+def filecheck(output: str, checks: tuple[tuple[bool, str], ...]) -> str | None:
+    """None when ``output`` satisfies the CHECK lines, else why not."""
+    lines = output.splitlines()
+    pos = -1
+    for is_next, pattern in checks:
+        pat = pattern.strip()
+        if is_next:
+            pos += 1
+            if pos >= len(lines) or pat not in lines[pos]:
+                got = lines[pos] if pos < len(lines) else "<end of output>"
+                return f"CHECK-NEXT: {pat!r} not on the next line (got {got!r})"
+        else:
+            for i in range(pos + 1, len(lines)):
+                if pat in lines[i]:
+                    pos = i
+                    break
+            else:
+                return f"CHECK: {pat!r} not found in output"
+    return None
+
+
+def format_results(values, types) -> str:
+    """Results printed like the official interpreter (``tensor<2xi32> {...}``)."""
+    from ..kernels.interpreter_ops import format_value
+
+    return "\n".join(format_value(v, t) for v, t in zip(values, types))
