@@ -619,3 +619,125 @@ def lower_module(mod, chunk: Chunk) -> Module:
 
 def generic_text(mod) -> str:
     return mod.operation.get_asm(print_generic_op_form=True)
+
+
+# --------------------------------------------------------------------------- #
+# Programs for other backends (reference interpreter, XLA, ...)
+# --------------------------------------------------------------------------- #
+
+ENTRY_ALIAS = "__conform_entry"
+
+
+def _is_check_op(o) -> bool:
+    if o.name.startswith("check."):
+        return True
+    if o.name == "stablehlo.custom_call" and "call_target_name" in o.attributes:
+        target = _state["ir"].StringAttr(o.attributes["call_target_name"]).value
+        return target.startswith("check.")
+    return False
+
+
+def prepare_entry(text: str, entry: str, strip_checks: bool = False) -> tuple[str, list[tuple[str, int]]]:
+    """Module text (no locations) with function ``entry`` renamed to
+    ``__conform_entry`` (and any other ``@main`` to ``__conform_main``) so a
+    wrapper ``@main`` can be added. With ``strip_checks`` every check op is
+    removed; those in the entry function's body become its results (their
+    operands, in order) and ``(name, operand count)`` of each is returned."""
+    st = _bindings()
+    ir = st["ir"]
+    checks: list[tuple[str, int]] = []
+    with st["ctx"], ir.Location.unknown():
+        mod = ir.Module.parse(rewrite_check_sugar(text))
+        body = mod.body
+        funcs = {ir.StringAttr(o.attributes["sym_name"]).value: o.operation
+                 for o in body.operations if o.operation.name == "func.func"}
+        if entry not in funcs:
+            raise ParseError(f"no function @{entry} in module")
+        renames = [(entry, ENTRY_ALIAS)]
+        if "main" in funcs and entry != "main":
+            renames.append(("main", "__conform_main"))
+        for old, new in renames:
+            ir.SymbolTable.replace_all_symbol_uses(old, new, mod.operation)
+            ir.SymbolTable.set_symbol_name(funcs[old], new)
+        if strip_checks:
+            fop = funcs[entry]
+            block = fop.regions[0].blocks[0]
+            values = []
+            doomed = []
+            for o in block.operations:
+                o = o.operation
+                if _is_check_op(o):
+                    checks.append((o.name if o.name != "stablehlo.custom_call" else
+                                   ir.StringAttr(o.attributes["call_target_name"]).value, len(o.operands)))
+                    values.extend(o.operands)
+                    doomed.append(o)
+            for f in funcs.values():
+                def walk(op):
+                    for r in op.regions:
+                        for b in r.blocks:
+                            for inner in b.operations:
+                                inner = inner.operation
+                                if _is_check_op(inner) and inner not in doomed:
+                                    doomed.append(inner)
+                                walk(inner)
+                walk(f)
+            for o in doomed:
+                o.erase()
+            ret = list(block.operations)[-1].operation
+            with ir.InsertionPoint(ret):
+                ir.Operation.create("func.return", operands=values)
+            ret.erase()
+            ftype = ir.FunctionType(ir.TypeAttr(fop.attributes["function_type"]).value)
+            fop.attributes["function_type"] = ir.TypeAttr.get(
+                ir.FunctionType.get(list(ftype.inputs), [v.type for v in values]))
+            if "res_attrs" in fop.attributes:
+                del fop.attributes["res_attrs"]
+        return mod.operation.get_asm(enable_debug_info=False), checks
+
+
+def eval_reference(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Run ``@main`` of ``text`` on the official reference interpreter.
+
+    Only element types the bindings exchange through the buffer protocol may
+    cross (bool, standard integers and f16/f32/f64); the interpreter may
+    abort the process, so call this in a child process."""
+    st = _bindings()
+    ir = st["ir"]
+    with st["ctx"]:
+        mod = ir.Module.parse(text)
+        attrs = []
+        for a in args:
+            a = np.ascontiguousarray(a)
+            attrs.append(ir.DenseElementsAttr.get(a, signless=a.dtype.kind != "u"))
+        outs = st["sh"].eval_module(mod, attrs)
+        result = []
+        for o in outs:
+            ttype = _Lowerer("<result>").type(o.type)
+            arr = np.array(o)
+            if arr.shape != tuple(ttype.shape):
+                arr = np.broadcast_to(arr, ttype.shape).copy()
+            result.append(arr.astype(ttype.dtype, copy=False))
+        return result
+
+
+def op_texts(text: str) -> list[str]:
+    """Generic-form text (no locations) of every op of every function, in
+    the order :func:`lower_module` lowers them (pre-order)."""
+    st = _bindings()
+    ir = st["ir"]
+    out: list[str] = []
+    with st["ctx"]:
+        mod = ir.Module.parse(rewrite_check_sugar(text))
+
+        def walk(op):
+            for r in op.regions:
+                for b in r.blocks:
+                    for inner in b.operations:
+                        inner = inner.operation
+                        out.append(inner.get_asm(print_generic_op_form=True, enable_debug_info=False))
+                        walk(inner)
+
+        for o in mod.body.operations:
+            if o.operation.name == "func.func":
+                walk(o.operation)
+    return out

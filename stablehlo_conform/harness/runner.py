@@ -106,7 +106,7 @@ class Runner:
                             busy.remove(w)
                             idle.append(w)
                             continue
-                        if not w.proc.is_alive() and not w.conn.poll():
+                        if not w.proc.is_alive():  # _drain read all it sent (or hit EOF)
                             # the worker died: a crash of the current test
                             code = w.proc.exitcode
                             self._lost(w, "crash", _describe_exit(code))

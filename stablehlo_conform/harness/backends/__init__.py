@@ -1,6 +1,8 @@
 """Backends: something that runs a program and returns NumPy outputs.
 
-Built in: ``numpy`` (this package's engine). Other backends register under
+Built in: ``numpy`` (this package's engine), ``reference`` (the official
+StableHLO interpreter), ``xla`` (XLA CPU through jaxlib) and ``iree`` (when
+the ``[iree]`` extra is installed). Other backends register under
 the entry-point group ``stablehlo_conform.backends``.
 """
 
@@ -8,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Backend, BackendUnavailable
+from .base import Backend, BackendCrash, BackendUnavailable
 
 _BUILTIN = {
     "numpy": "stablehlo_conform.harness.backends.numpy_backend:NumpyBackend",
+    "reference": "stablehlo_conform.harness.backends.reference:ReferenceBackend",
+    "xla": "stablehlo_conform.harness.backends.xla:XlaBackend",
+    "iree": "stablehlo_conform.harness.backends.iree:IreeBackend",
 }
 _cache: dict[str, Backend] = {}
 
@@ -54,4 +59,4 @@ def get_backend(name: str) -> Backend:
     return b
 
 
-__all__ = ["Backend", "BackendUnavailable", "available", "get_backend"]
+__all__ = ["Backend", "BackendCrash", "BackendUnavailable", "available", "get_backend"]

@@ -1,17 +1,50 @@
-"""The Backend interface."""
+"""The Backend interface, and the machinery shared by native backends.
+
+A native backend (the reference interpreter, XLA, IREE) runs MLIR text. To
+run a function it gets the module text with the function renamed and a
+wrapper ``@main`` added that converts arguments and results between the
+program's element types and the types the backend can exchange with Python
+("wire" types: e.g. bf16 travels as its i16 bit pattern, complex as real and
+imaginary parts). Self-checking tests are run by removing the check ops,
+returning the checked values instead, and evaluating the checks here with the
+same check semantics as the NumPy engine.
+
+Native code may abort the process, so a native call can run in a child
+process (:class:`Isolated`) that turns a dead child into a ``crash`` error
+carrying the signal and the captured stderr.
+"""
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+import signal
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...errors import ConformError
+from ... import types as T
+from ...errors import ConformError, Timeout, UnsupportedOp
+from ...program import Func, Module, walk_ops
 
 
 class BackendUnavailable(ConformError):
     """The backend cannot run here (not installed, or cannot start)."""
+
+    status = "error"
+
+
+class BackendCrash(ConformError):
+    """A native backend killed its process."""
+
+    status = "crash"
+
+
+class BackendError(ConformError):
+    """A native backend rejected or failed to run a program."""
 
     status = "error"
 
@@ -21,6 +54,8 @@ class Backend:
 
     ``run_test`` runs a self-checking test function (no arguments) and
     returns a partial result record: ``status``, ``message``, ``checks``.
+    ``test_values`` returns the values a test's checks look at (the first
+    operand of each check op, in program order), for comparing backends.
     """
 
     name = "backend"
@@ -30,3 +65,442 @@ class Backend:
 
     def run_test(self, module, func, opts) -> dict[str, Any]:
         raise NotImplementedError
+
+    def test_values(self, module, func, opts) -> list[np.ndarray]:
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------------- #
+# Running native code in a child process
+# --------------------------------------------------------------------------- #
+
+
+def _serve(conn, stderr_path: str) -> None:  # runs in the child
+    import importlib
+
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 2)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    cache: dict[str, Any] = {}
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        spec, method, args = msg
+        try:
+            obj = cache.get(spec)
+            if obj is None:
+                mod, _, attr = spec.partition(":")
+                obj = cache[spec] = getattr(importlib.import_module(mod), attr)()
+            conn.send(("ok", getattr(obj, method)(*args)))
+        except ConformError as e:
+            conn.send(("err", (type(e).__name__, e.status, str(e))))
+        except Exception as e:
+            conn.send(("err", (type(e).__name__, "error", f"{type(e).__name__}: {e}")))
+
+
+_ERROR_CLASSES = {"unsupported": UnsupportedOp, "timeout": Timeout, "crash": BackendCrash}
+
+
+class Isolated:
+    """A persistent child process that runs ``method`` of a backend class.
+
+    A dead child becomes :class:`BackendCrash` (with the signal and the tail
+    of its stderr); a call over ``timeout`` seconds kills the child and
+    raises :class:`Timeout`. The next call starts a fresh child.
+    """
+
+    def __init__(self, spec: str, label: str):
+        self.spec = spec
+        self.label = label
+        self.proc = None
+        self.conn = None
+        fd, self.stderr_path = tempfile.mkstemp(prefix="conform-", suffix=".stderr")
+        os.close(fd)
+
+    def _start(self) -> None:
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, self.stderr_path), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+
+    def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
+        if self.proc is None or not self.proc.is_alive():
+            self._start()
+        try:
+            self.conn.send((self.spec, method, args))
+        except (BrokenPipeError, OSError):
+            self._start()
+            self.conn.send((self.spec, method, args))
+        if not self.conn.poll(timeout):
+            self.close(kill=True)
+            raise Timeout(f"{self.label}: timed out after {timeout:g} s")
+        try:
+            kind, payload = self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.join(5)
+            code = self.proc.exitcode
+            self.proc = None
+            raise BackendCrash(f"{self.label} crashed: {describe_exit(code)}{self._stderr_tail()}") from None
+        if kind == "ok":
+            return payload
+        cls_name, status, message = payload
+        if status == "unsupported":
+            err = UnsupportedOp(self.label, message)
+        else:
+            err = _ERROR_CLASSES.get(status, BackendError)(message)
+        raise err
+
+    def _stderr_tail(self) -> str:
+        try:
+            with open(self.stderr_path, errors="replace") as f:
+                lines = [ln.rstrip() for ln in f.read().splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        lines = [ln for ln in lines if "Stack dump" not in ln and not ln.lstrip().startswith("#")]
+        return ("; stderr: " + " | ".join(lines[-4:])) if lines else ""
+
+    def close(self, kill: bool = False) -> None:
+        if self.proc is not None:
+            if not kill:
+                try:
+                    self.conn.send(None)
+                except Exception:
+                    pass
+                self.proc.join(2)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join(2)
+        self.proc = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close(kill=True)
+            os.unlink(self.stderr_path)
+        except Exception:
+            pass
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "process died"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+# --------------------------------------------------------------------------- #
+# Wire types and the wrapper function
+# --------------------------------------------------------------------------- #
+
+BASIC = frozenset({"i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "f32", "f64"})
+_SMALL_INT = {"i2": "i8", "i4": "i8", "ui2": "ui8", "ui4": "ui8"}
+
+
+@dataclass
+class Wire:
+    """How one tensor type crosses into a backend and back."""
+
+    ttype: Any  # program TensorType
+    pieces: tuple  # wire TensorTypes
+
+    @property
+    def name(self) -> str:
+        return str(self.ttype.element)
+
+
+def _tt(shape, name: str):
+    return T.TensorType(shape, T.element_type(name))
+
+
+def wire_for(ttype, native: frozenset[str] | None, label: str) -> Wire:
+    """The wire form of ``ttype`` for a backend exchanging ``native`` element
+    types (None: every type)."""
+    if not isinstance(ttype, T.TensorType):
+        raise UnsupportedOp(label, f"arguments or results of type {ttype}")
+    el = ttype.element
+    if getattr(el, "quantized", False):
+        raise UnsupportedOp(label, f"quantized arguments or results ({ttype})")
+    name = str(el)
+    if name.startswith("f6E"):
+        raise UnsupportedOp(label, f"{name} values cannot be passed to this backend")
+    if native is None or name in native:
+        return Wire(ttype, (ttype,))
+    shape = ttype.shape
+    if el.kind == "complex":
+        part = "f32" if name == "complex<f32>" else "f64"
+        return Wire(ttype, (_tt(shape, part), _tt(shape, part)))
+    if name in _SMALL_INT:
+        return Wire(ttype, (_tt(shape, _SMALL_INT[name]),))
+    if el.kind == "float":
+        if el.bits == 16:
+            return Wire(ttype, (_tt(shape, "i16"),))
+        if el.bits == 8:
+            return Wire(ttype, (_tt(shape, "i8"),))
+        if el.bits == 4:
+            return Wire(ttype, (_tt(shape, "ui8"),))
+    raise UnsupportedOp(label, f"{name} values cannot be passed to this backend")
+
+
+def encode(w: Wire, a: np.ndarray) -> list[np.ndarray]:
+    a = np.asarray(a)
+    if len(w.pieces) == 1 and w.pieces[0] is w.ttype:
+        return [a]
+    el = w.ttype.element
+    if el.kind == "complex":
+        dt = w.pieces[0].dtype
+        return [np.ascontiguousarray(a.real, dtype=dt), np.ascontiguousarray(a.imag, dtype=dt)]
+    if w.name in _SMALL_INT:
+        return [a.astype(w.pieces[0].dtype)]
+    bits = T.to_bits(a)
+    if el.bits == 4:
+        return [(bits & 0xF).astype(np.uint8)]
+    return [bits.view(w.pieces[0].dtype)]
+
+
+def decode(w: Wire, parts: Sequence[np.ndarray]) -> np.ndarray:
+    if len(w.pieces) == 1 and w.pieces[0] is w.ttype:
+        return np.asarray(parts[0]).astype(w.ttype.dtype, copy=False)
+    el = w.ttype.element
+    dt = w.ttype.dtype
+    if el.kind == "complex":
+        re, im = (np.asarray(p) for p in parts)
+        out = np.empty(re.shape, dt)
+        out.real = re
+        out.imag = im
+        return out
+    p = np.asarray(parts[0])
+    if w.name in _SMALL_INT:
+        return p.astype(dt)
+    if el.bits == 4:
+        return (p.astype(np.uint8) & 0xF).view(dt)
+    return np.ascontiguousarray(p).view(T.bits_container(dt)).view(dt)
+
+
+def _in_ops(w: Wire, names: list[str], out: str) -> list[str]:
+    """Ops turning wire values ``names`` into ``%out`` of the program type."""
+    t = str(w.ttype)
+    if len(w.pieces) == 1 and w.pieces[0] is w.ttype:
+        return []
+    p0 = str(w.pieces[0])
+    el = w.ttype.element
+    if el.kind == "complex":
+        return [f'    {out} = "stablehlo.complex"({names[0]}, {names[1]}) : ({p0}, {p0}) -> {t}']
+    if w.name in _SMALL_INT:
+        return [f'    {out} = "stablehlo.convert"({names[0]}) : ({p0}) -> {t}']
+    if el.bits == 4:
+        mid = str(_tt(w.ttype.shape, "ui4"))
+        return [f'    {out}_n = "stablehlo.convert"({names[0]}) : ({p0}) -> {mid}',
+                f'    {out} = "stablehlo.bitcast_convert"({out}_n) : ({mid}) -> {t}']
+    return [f'    {out} = "stablehlo.bitcast_convert"({names[0]}) : ({p0}) -> {t}']
+
+
+def _out_ops(w: Wire, value: str, out: str) -> tuple[list[str], list[str]]:
+    """Ops turning ``value`` of the program type into wire values."""
+    t = str(w.ttype)
+    if len(w.pieces) == 1 and w.pieces[0] is w.ttype:
+        return [], [value]
+    p0 = str(w.pieces[0])
+    el = w.ttype.element
+    if el.kind == "complex":
+        return ([f'    {out}_re = "stablehlo.real"({value}) : ({t}) -> {p0}',
+                 f'    {out}_im = "stablehlo.imag"({value}) : ({t}) -> {p0}'], [f"{out}_re", f"{out}_im"])
+    if w.name in _SMALL_INT:
+        return [f'    {out} = "stablehlo.convert"({value}) : ({t}) -> {p0}'], [out]
+    if el.bits == 4:
+        mid = str(_tt(w.ttype.shape, "ui4"))
+        return ([f'    {out}_n = "stablehlo.bitcast_convert"({value}) : ({t}) -> {mid}',
+                 f'    {out} = "stablehlo.convert"({out}_n) : ({mid}) -> {p0}'], [out])
+    return [f'    {out} = "stablehlo.bitcast_convert"({value}) : ({t}) -> {p0}'], [out]
+
+
+def wrapper_text(callee: str, params: list[Wire], results: list[Wire]) -> str:
+    """A public ``@main`` calling ``callee`` through wire types."""
+    args: list[str] = []
+    body: list[str] = []
+    call_args: list[str] = []
+    for i, w in enumerate(params):
+        names = [f"%w{i}_{j}" for j in range(len(w.pieces))]
+        args += [f"{n}: {p}" for n, p in zip(names, w.pieces)]
+        ops = _in_ops(w, names, f"%p{i}")
+        body += ops
+        call_args.append(f"%p{i}" if ops else names[0])
+    ptypes = ", ".join(str(w.ttype) for w in params)
+    rtypes = ", ".join(str(w.ttype) for w in results)
+    n = len(results)
+    lhs = "" if n == 0 else ("%r = " if n == 1 else f"%r:{n} = ")
+    body.append(f"    {lhs}func.call @{callee}({', '.join(call_args)}) : ({ptypes}) -> ({rtypes})")
+    outs: list[str] = []
+    out_types: list[str] = []
+    for i, w in enumerate(results):
+        v = "%r" if n == 1 else f"%r#{i}"
+        ops, names = _out_ops(w, v, f"%o{i}")
+        body += ops
+        outs += names
+        out_types += [str(p) for p in w.pieces]
+    ret = f"    func.return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    func.return"
+    head = f"  func.func public @main({', '.join(args)}) -> ({', '.join(out_types)}) {{"
+    return "\n".join([head, *body, ret, "  }"])
+
+
+def splice(module_text: str, func_text: str) -> str:
+    """Insert a function before the closing brace of a printed module."""
+    lines = module_text.rstrip("\n").split("\n")
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i] == "}":
+            return "\n".join(lines[:i] + [func_text] + lines[i:]) + "\n"
+    raise BackendError("cannot find the end of the module in its printed form")
+
+
+# --------------------------------------------------------------------------- #
+# Native backends
+# --------------------------------------------------------------------------- #
+
+
+def check_ops(func: Func) -> list:
+    """Check ops (check dialect or ``custom_call @check.*``) of ``func``'s body."""
+    return [op for op in func.body.blocks[0].ops if is_check(op)] if func.body.blocks else []
+
+
+def is_check(op) -> bool:
+    if op.name.startswith("check."):
+        return True
+    return op.name == "stablehlo.custom_call" and str(op.attrs.get("call_target_name", "")).startswith("check.")
+
+
+class NativeBackend(Backend):
+    """A backend that runs MLIR text; subclasses implement :meth:`execute`.
+
+    ``native``: element type names the backend exchanges directly (None: all).
+    ``isolate``: run native calls in a child process by default.
+    """
+
+    name = "native"
+    native: frozenset[str] | None = BASIC
+    isolate = True
+    spec = ""  # "module:Class" of the subclass, for the child process
+
+    def __init__(self) -> None:
+        self._child: Isolated | None = None
+
+    # to implement -------------------------------------------------------
+    def execute(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+        """Run ``@main`` of ``text`` on wire-typed arrays."""
+        raise NotImplementedError
+
+    def check_available(self) -> None:
+        """Raise :class:`BackendUnavailable` when the backend cannot run."""
+
+    # plumbing -----------------------------------------------------------
+    def _call(self, text: str, args: list[np.ndarray], opts: Any,
+              default_isolate: bool | None = None) -> list[np.ndarray]:
+        """Isolation: ``opts.isolate`` or ``opts.extra["isolate"]`` when set,
+        else ``default_isolate``, else the backend's default. Tests default
+        to in-process (the runner already runs them in worker processes); a
+        daemonic process cannot have children and runs in-process."""
+        isolate = getattr(opts, "isolate", None)
+        if isolate is None:
+            extra = getattr(opts, "extra", None) or {}
+            isolate = extra.get("isolate", self.isolate if default_isolate is None else default_isolate)
+        self.check_available()
+        if not isolate or mp.current_process().daemon:
+            return self.execute(text, args)
+        if self._child is None:
+            self._child = Isolated(self.spec, self.name)
+        return self._child.call("execute", text, args, timeout=getattr(opts, "timeout", None))
+
+    def _run(self, module: Module, func: Func, args: Sequence[np.ndarray], result_types,
+             strip_checks: bool, opts: Any, default_isolate: bool | None = None) -> list[np.ndarray]:
+        from ... import frontend
+
+        label = self.name
+        params = [wire_for(t, self.native, label) for t in func.param_types]
+        results = [wire_for(t, self.native, label) for t in result_types]
+        if len(args) != len(params):
+            raise ConformError(f"@{func.name} takes {len(params)} arguments, got {len(args)}")
+        text, _ = frontend.prepare_entry(module.text, func.name, strip_checks=strip_checks)
+        text = splice(text, wrapper_text(frontend.ENTRY_ALIAS, params, results))
+        wire_args: list[np.ndarray] = []
+        for w, a in zip(params, args):
+            wire_args += encode(w, a)
+        outs = self._call(text, wire_args, opts, default_isolate)
+        values: list[np.ndarray] = []
+        k = 0
+        for w in results:
+            n = len(w.pieces)
+            values.append(decode(w, outs[k:k + n]))
+            k += n
+        return values
+
+    def run_function(self, module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
+        func = module.funcs.get(func_name)
+        if func is None:
+            raise ConformError(f"no function @{func_name} in module")
+        return tuple(self._run(module, func, args, func.result_types, False, opts))
+
+    def _test_run(self, module: Module, func: Func, opts: Any) -> tuple[list, list[list[np.ndarray]]]:
+        checks = check_ops(func)
+        top = set(map(id, checks))
+        for f in module.funcs.values():
+            for op in walk_ops(f.body):
+                if is_check(op) and id(op) not in top:
+                    raise UnsupportedOp(self.name, f"check op outside the test function's body at {op.loc}")
+        for op in checks:
+            if op.name == "check.expect_serialized_eq":
+                raise UnsupportedOp(self.name, "check.expect_serialized_eq needs interpreter probes")
+        types = [t for op in checks for t in op.operand_types]
+        flat = self._run(module, func, (), types, True, opts, default_isolate=False)
+        grouped: list[list[np.ndarray]] = []
+        k = 0
+        for op in checks:
+            grouped.append(flat[k:k + len(op.operands)])
+            k += len(op.operands)
+        return checks, grouped
+
+    def test_values(self, module, func, opts) -> list[np.ndarray]:
+        _, grouped = self._test_run(module, func, opts)
+        return [g[0] for g in grouped if g]
+
+    def run_test(self, module, func, opts) -> dict[str, Any]:
+        checks, grouped = self._test_run(module, func, opts)
+        return check_outcome(evaluate_checks(module, checks, grouped))
+
+
+def evaluate_checks(module: Module, checks: list, values: list[list[np.ndarray]]) -> list:
+    """Evaluate check ops on given operand values with the check kernels of
+    :mod:`stablehlo_conform.kernels.check`; returns ``(ok, message, loc)``s."""
+    from ...engine import Engine, OpContext
+    from ...kernels import check as check_kernels
+    from ...kernels.custom_call import custom_call
+    from ...kernels.registry import Registry
+
+    eng = Engine(module, Registry())
+    for op, vals in zip(checks, values):
+        if op.name == "stablehlo.custom_call":
+            fn = custom_call
+        else:
+            fn = getattr(check_kernels, op.name.split(".", 1)[1], None)
+        if fn is None:
+            raise UnsupportedOp(op.name, loc=str(op.loc))
+        fn(OpContext(op, eng), *vals)
+    return eng.checks
+
+
+def check_outcome(checks: list) -> dict[str, Any]:
+    failed = [(msg, loc) for ok, msg, loc in checks if not ok]
+    out: dict[str, Any] = {"checks": len(checks)}
+    if failed:
+        shown = [f"{loc}: {msg}" for msg, loc in failed[:3]]
+        more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+        out.update(status="fail", message="; ".join(shown) + more)
+    else:
+        out.update(status="pass", message="")
+    return out
