@@ -275,7 +275,7 @@ PAGE = """<!DOCTYPE html>
 <div class="controls">
 <input type="search" id="q" placeholder="filter op family or test id">
 <label><input type="checkbox" id="only-failing"> only families with failures</label>
-<span class="legend">0% <span style="background:linear-gradient(90deg,hsl(0,70%,72%),hsl(60,70%,72%),hsl(120,70%,72%))"></span> 100%</span>
+<span class="legend">0% <span style="background:linear-gradient(90deg,hsl(0,75%,70%),hsl(50,75%,70%),hsl(95,75%,70%),hsl(120,55%,78%))"></span> 100%</span>
 </div>
 <div class="wrap"><table class="matrix" id="matrix"></table></div>
 <h2 id="failures-h">Tests <button type="button" id="clear">show all non-passing</button></h2>
