@@ -301,3 +301,14 @@ def test_broadcast_and_cross_replica_sum_match_xla(xla):
     text = _program('"stablehlo.cross-replica-sum"(%arg0) {replica_groups = dense<[[0]]> : tensor<1x1xi64>} : '
                     '(tensor<2x3xf32>) -> tensor<2x3xf32>', ["tensor<2x3xf32>"], "tensor<2x3xf32>")
     np.testing.assert_array_equal(evaluate(text, x)[0], xla(text, x)[0])
+
+
+def test_dot_mixed_precision_matches_xla(xla):
+    lhs = RNG.integers(-128, 128, (4, 8)).astype(np.int8)
+    rhs = RNG.integers(-128, 128, (8, 3)).astype(np.int8)
+    text = _program('"stablehlo.dot"(%arg0, %arg1) : (tensor<4x8xi8>, tensor<8x3xi8>) -> tensor<4x3xi32>',
+                    ["tensor<4x8xi8>", "tensor<8x3xi8>"], "tensor<4x3xi32>")
+    (ours,) = evaluate(text, lhs, rhs)
+    (ref,) = xla(text, lhs, rhs)
+    np.testing.assert_array_equal(ours, ref)
+    np.testing.assert_array_equal(ours, lhs.astype(np.int32) @ rhs.astype(np.int32))

@@ -63,7 +63,11 @@ def contract(op, subscripts: str, *operands) -> np.ndarray:
     xs = [np.asarray(x).astype(work) for x in operands]
     with np.errstate(all="ignore"):
         r = np.einsum(subscripts, *xs, optimize=len(xs) > 1)
-    return np.asarray(np.asarray(r).astype(dt), dtype=dt)
+        if kind == "complex":
+            return np.asarray(np.asarray(r).astype(dt), dtype=dt)
+    from .arith import to_float
+
+    return to_float(r, dt)
 
 
 @kernel("stablehlo.broadcast")

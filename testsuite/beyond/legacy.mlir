@@ -97,3 +97,20 @@ func.func @cross_replica_sum_single_process() {
   check.expect_eq_const %r, dense<[1.0, 2.0]> : tensor<2xf32>
   func.return
 }
+
+func.func @einsum_ellipsis_bf16() {
+  %a = stablehlo.constant dense<[[[1.0, 2.0]], [[3.0, 4.0]]]> : tensor<2x1x2xbf16>
+  %b = stablehlo.constant dense<[[0.5], [0.25]]> : tensor<2x1xbf16>
+  %r = "stablehlo.einsum"(%a, %b) {einsum_config = "...ij,jk->...ik"} : (tensor<2x1x2xbf16>, tensor<2x1xbf16>) -> tensor<2x1x1xbf16>
+  check.expect_eq_const %r, dense<[[[1.0]], [[2.5]]]> : tensor<2x1x1xbf16>
+  func.return
+}
+
+func.func @dot_mixed_precision_i8_to_i32() {
+  %a = stablehlo.constant dense<[100, 100, -128]> : tensor<3xi8>
+  %b = stablehlo.constant dense<[100, 100, -128]> : tensor<3xi8>
+  %r = "stablehlo.dot"(%a, %b) : (tensor<3xi8>, tensor<3xi8>) -> tensor<i32>
+  // 10000 + 10000 + 16384 in i32 (no i8 wraparound)
+  check.expect_eq_const %r, dense<36384> : tensor<i32>
+  func.return
+}
