@@ -55,6 +55,8 @@ from ._numeric import (
 )
 from .registry import kernel
 
+_LONG_OK = np.finfo(np.longdouble).nmant >= 63
+
 _NATIVE = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64),
            np.dtype(np.complex64), np.dtype(np.complex128))
 
@@ -273,13 +275,58 @@ def int_remainder(a, b, dt):
     return wrap_i64(r, dt) if is_subbyte_int(dt) else r
 
 
+def complex_divide(a, b):
+    """Complex division that keeps infinities (C99 Annex G recovery):
+    finite / 0 and inf / finite are infinite, finite / inf is zero."""
+    with np.errstate(all="ignore"):
+        q = np.divide(a, b)
+        if _LONG_OK and q.dtype == np.dtype(np.complex128):
+            # (a * conj(b)) / |b|^2 in extended precision: no overflow or
+            # underflow for finite f64 parts, one rounding into f64
+            ab, bb = np.broadcast_arrays(a, b)
+            ar, ai = ab.real.astype(np.longdouble), ab.imag.astype(np.longdouble)
+            br, bi = bb.real.astype(np.longdouble), bb.imag.astype(np.longdouble)
+            den = br * br + bi * bi
+            ok = np.isfinite(ar) & np.isfinite(ai) & np.isfinite(den) & (den != 0)
+            safe = np.where(ok, den, 1)
+            re = ((ar * br + ai * bi) / safe).astype(np.float64)
+            im = ((ai * br - ar * bi) / safe).astype(np.float64)
+            q = np.where(ok, re + 1j * im, q)
+        bad = np.isnan(q.real) & np.isnan(q.imag)
+        if not bad.any():
+            return q
+        a, b = np.broadcast_arrays(a, b)
+        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+        a_nan = np.isnan(ar) | np.isnan(ai)
+        b_nan = np.isnan(br) | np.isnan(bi)
+        a_inf = np.isinf(ar) | np.isinf(ai)
+        b_inf = np.isinf(br) | np.isinf(bi)
+        b_zero = (br == 0) & (bi == 0)
+        # x / 0 with x non-zero and not NaN
+        case1 = bad & b_zero & ~a_nan & ((ar != 0) | (ai != 0))
+        inf_b = np.copysign(np.inf, br)
+        r1 = inf_b * ar + 1j * (inf_b * ai)
+        # inf / finite
+        case2 = bad & a_inf & ~b_inf & ~b_nan & ~case1
+        ar2 = np.copysign(np.where(np.isinf(ar), 1.0, 0.0), ar)
+        ai2 = np.copysign(np.where(np.isinf(ai), 1.0, 0.0), ai)
+        r2 = np.inf * (ar2 * br + ai2 * bi) + 1j * (np.inf * (ai2 * br - ar2 * bi))
+        # finite / inf
+        case3 = bad & b_inf & ~a_inf & ~a_nan
+        br3 = np.copysign(np.where(np.isinf(br), 1.0, 0.0), br)
+        bi3 = np.copysign(np.where(np.isinf(bi), 1.0, 0.0), bi)
+        r3 = 0.0 * (ar * br3 + ai * bi3) + 1j * (0.0 * (ai * br3 - ar * bi3))
+        q = np.where(case1, r1, np.where(case2, r2, np.where(case3, r3, q)))
+    return q
+
+
 @binary("stablehlo.divide")
 def divide(dt, a, b):
     k = _kind(a)
     if k in ("int", "uint"):
         return int_divide(a, b, dt)
     if k == "complex":
-        return float_fn(np.divide, dt, a, b)
+        return float_fn(complex_divide, dt, a, b)
     return exact_float_fn(np.divide, dt, a, b)
 
 
