@@ -424,3 +424,14 @@ def test_interpret_suite_file(name):
             eng.call(f.name, ())
             bad = [m for ok, m, _ in eng.checks if not ok]
             assert not bad, f"{path.name}::{f.name}: {bad}"
+
+
+def test_complex_divide_keeps_infinities_and_rounds_once():
+    a = np.array([1 + 1j, complex(np.inf, 0), 1 + 1j, -2.5 + 0j], np.complex128)
+    b = np.array([0j, 1 + 1j, complex(np.inf, 0), 1 - 2.5j], np.complex128)
+    r = run_op("stablehlo.divide", a, b)
+    assert np.isinf(r[0].real) and np.isinf(r[0].imag)
+    assert np.isinf(r[1].real) and r[1].real > 0 and r[1].imag < 0 and np.isinf(r[1].imag)
+    assert r[2] == 0
+    # -2.5 / (1 - 2.5i) = (-2.5 - 6.25i) / 7.25, each part correctly rounded
+    assert r[3] == complex(-2.5 / 7.25, -6.25 / 7.25)

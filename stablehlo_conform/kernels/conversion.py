@@ -122,6 +122,11 @@ def float_to_int(x: np.ndarray, dt) -> np.ndarray:
 
 def convert_values(x: np.ndarray, dt) -> np.ndarray:
     """Element-wise conversion of ``x`` into dtype ``dt`` (see module docs)."""
+    with np.errstate(all="ignore"):
+        return _convert(x, dt)
+
+
+def _convert(x: np.ndarray, dt) -> np.ndarray:
     dt = np.dtype(dt)
     x = np.asarray(x)
     src = kind_of(x.dtype)
