@@ -611,3 +611,49 @@ def flush_denormals(op, a):
     sub = (xf != 0) & (np.abs(xf) < tiny)
     zero = np.where(np.signbit(xf), -0.0, 0.0).astype(dt)
     return (np.asarray(np.where(sub, zero, x), dtype=dt),)
+
+
+_E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+
+
+def _scale_in(scale, el, dt) -> np.ndarray:
+    """The scale as ``f8E8M0FNU`` (truncated to it first if needed), extended
+    to ``dt``."""
+    s = np.asarray(scale)
+    if s.dtype != _E8M0:
+        s = to_float(s, _E8M0)
+    return to_float(s, dt)
+
+
+@kernel("arith.scaling_extf")
+def scaling_extf(op, x, scale):
+    """``mulf(extf(x), extf(truncf(scale to f8E8M0FNU)))`` in the result type."""
+    dt = op.result_dtype(0)
+    s = _scale_in(scale, operand_element(op, 1), dt)
+    return (float_compute(np.multiply, dt, to_float(x, dt), s),)
+
+
+@kernel("arith.scaling_truncf")
+def scaling_truncf(op, x, scale):
+    """``truncf(divf(x, extf(truncf(scale to f8E8M0FNU))))``; the division is
+    in the input type."""
+    mode = op.attr("roundingmode")
+    if mode is not None and int(mode) != 0:
+        raise op.unsupported(f"rounding mode {mode}")
+    src = operand_element(op, 0).dtype
+    s = _scale_in(scale, operand_element(op, 1), src)
+    q = float_compute(np.divide, src, x, s)
+    return (to_float(q, op.result_dtype(0)),)
+
+
+@kernel("ub.poison")
+def poison(op):
+    """A poison value (any value is a valid refinement): zeros."""
+    ty = op.result_type(0)
+    if isinstance(ty, T.TensorType):
+        if not ty.is_static:
+            raise op.unsupported("poison of a dynamically shaped tensor")
+        return (np.zeros(ty.shape, dtype=ty.dtype),)
+    if isinstance(ty, T.ElementType):
+        return (np.zeros((), dtype=ty.dtype),)
+    raise op.unsupported(f"poison of type {ty}")

@@ -71,3 +71,16 @@ func.func @f16_division() {
   check.expect_eq_const %t, dense<[13653]> : tensor<1xi16>
   func.return
 }
+
+func.func @mx_scaling_casts() {
+  %x = arith.constant dense<[1.5, -3.0, 0.5, 6.0]> : tensor<4xf4E2M1FN>
+  %s = arith.constant dense<[4.0, 0.5, 1.0, 1024.0]> : tensor<4xf8E8M0FNU>
+  %e = arith.scaling_extf %x, %s : tensor<4xf4E2M1FN>, tensor<4xf8E8M0FNU> to tensor<4xf32>
+  check.expect_eq_const %e, dense<[6.0, -1.5, 0.5, 6144.0]> : tensor<4xf32>
+  %y = arith.constant dense<[12.0, -1.0, 5.0, 100.0]> : tensor<4xf32>
+  %t = arith.scaling_truncf %y, %s : tensor<4xf32>, tensor<4xf8E8M0FNU> to tensor<4xf4E2M1FN>
+  %te = arith.extf %t : tensor<4xf4E2M1FN> to tensor<4xf32>
+  // 12/4 = 3; -1/0.5 = -2; 5/1 = 5 -> 4 (ties to even); 100/1024 -> 0
+  check.expect_eq_const %te, dense<[3.0, -2.0, 4.0, 0.0]> : tensor<4xf32>
+  func.return
+}
