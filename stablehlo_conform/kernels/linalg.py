@@ -9,7 +9,9 @@ Products go through one BLAS call (``np.matmul``). Floating-point inputs
 narrower than f32 (f16, bf16, f8, ...) are computed in f32 and rounded once
 into the result type. Integer products are exact: they run in f64 when every
 partial sum provably fits in 53 bits, otherwise in (u)int64 with wraparound,
-and are then wrapped into the result type.
+and are then wrapped into the result type. Complex products with a short
+contraction (at most ``SEQUENTIAL_COMPLEX_K`` terms) are accumulated term by
+term in index order, as XLA's CPU dot does; longer ones use BLAS.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ def _max_abs(x: np.ndarray) -> float:
     return float(max(abs(int(x.max())), abs(int(x.min()))))
 
 
+SEQUENTIAL_COMPLEX_K = 256
+
+
 def matmul_exact(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
     """``a @ b`` (batched) in ``cdt``; integer products exact modulo 2**64."""
     if cdt.kind in "iu":
@@ -69,7 +74,16 @@ def matmul_exact(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
             r = np.matmul(a64.astype(np.float64), b64.astype(np.float64))
             return r.astype(np.int64).astype(cdt)
         return np.matmul(a64, b64)
-    return np.matmul(a.astype(cdt, copy=False), b.astype(cdt, copy=False))
+    a = a.astype(cdt, copy=False)
+    b = b.astype(cdt, copy=False)
+    k = a.shape[-1]
+    if cdt.kind == "c" and 0 < k <= SEQUENTIAL_COMPLEX_K:
+        # the order XLA's CPU dot accumulates complex products in
+        acc = a[..., :, 0:1] * b[..., 0:1, :]
+        for i in range(1, k):
+            acc = acc + a[..., :, i:i + 1] * b[..., i:i + 1, :]
+        return acc
+    return np.matmul(a, b)
 
 
 def finish(x: np.ndarray, out_dtype: np.dtype, bool_inputs: bool = False) -> np.ndarray:

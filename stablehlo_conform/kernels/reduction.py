@@ -290,20 +290,44 @@ def reduce_window(op, *operands):
     if None not in out_shape and wins[0].shape[:rank] != out_shape:
         raise op.unsupported(f"window count {wins[0].shape[:rank]} does not match result {out_shape}")
     out_shape = wins[0].shape[:rank]
-    waxes = tuple(range(rank, 2 * rank))
+    n_out = int(np.prod(out_shape, dtype=np.int64))
+    offsets = list(np.ndindex(*wd)) if n_out > 0 else []
     if n == 1:
         kind = simple_body(op)
         if kind is not None and inputs[0].dtype == out_dtypes[0]:
-            r = fast_reduce(kind, wins[0], waxes, inits[0], out_dtypes[0])
+            r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape)
             if r is not None:
                 return (r,)
     body = op.region(0, lanes=True)
     accs = [np.full(out_shape, v, dtype=v.dtype) for v in inits]
-    if int(np.prod(out_shape, dtype=np.int64)) > 0:
-        for off in np.ndindex(*wd):
-            xs = [w[(Ellipsis,) + off] for w in wins]
-            accs = [np.broadcast_to(np.asarray(a), out_shape) for a in body(*accs, *xs)]
+    for off in offsets:
+        xs = [w[(Ellipsis,) + off] for w in wins]
+        accs = [np.broadcast_to(np.asarray(a), out_shape) for a in _window_step(body, accs, xs)]
     return tuple(contiguous(a).astype(d, copy=False) for a, d in zip(accs, out_dtypes))
+
+
+def _window_step(body, accs, xs):
+    """One step of the window fold: ``body(accumulators..., elements...)``."""
+    return body(*accs, *xs)
+
+
+def _fast_window_fold(kind, win, offsets, init, out_shape):
+    """Sequential fold over the window positions in row-major order starting
+    from ``init``, rounding to the element type after every step."""
+    dtype = win.dtype
+    cdt = _compute_dtype(dtype, kind)
+    if cdt is None or (dtype.kind == "c" and kind == "mul"):
+        return None
+    uf = ufunc_for(kind, cdt)
+    if uf is None:
+        return None
+    per_step = cdt != dtype and cdt.kind == "f"
+    acc = np.full(out_shape, np.asarray(init).astype(cdt), dtype=cdt)
+    for off in offsets:
+        acc = uf(acc, win[(Ellipsis,) + off].astype(cdt, copy=False))
+        if per_step:
+            acc = acc.astype(dtype).astype(cdt)
+    return contiguous(cast_result(acc, dtype))
 
 
 # ---------------------------------------------------------------------------
