@@ -16,6 +16,7 @@ import numpy as np
 
 from . import types as T
 from .errors import ConformError, KernelError, ResourceError, Timeout, UnsupportedOp
+from .kernels.quantized import dequantize_op_quantize, passes_storage
 from .kernels.registry import Registry, load_all
 from .program import Func, Module, Op, Region
 
@@ -191,6 +192,8 @@ class Engine:
                 return ("branch", op.successors[0], tuple(env[v] for v in op.operands))
             if name == "cf.cond_br":
                 return self._cond_br(op, env)
+            if name == "cf.switch":
+                return self._switch(op, env)
             args = [env[v] for v in op.operands]
             if name == "func.call":
                 results = self.call(op.attrs["callee"].name, args, lanes=lanes)
@@ -202,7 +205,13 @@ class Engine:
                     self._guard_memory(op)
                 t0 = time.perf_counter() if profile is not None else 0.0
                 try:
-                    results = fn(OpContext(op, self), *args)
+                    quant = op.__dict__.get("_quantized")
+                    if quant is None:
+                        quant = op._quantized = not passes_storage(op)
+                    if quant and not getattr(fn, "quantization_aware", False):
+                        results = dequantize_op_quantize(self, op, fn, args)
+                    else:
+                        results = fn(OpContext(op, self), *args)
                 except ConformError:
                     raise
                 except RecursionError:
@@ -234,6 +243,20 @@ class Engine:
         if bool(np.asarray(cond).reshape(-1)[0]):
             return ("branch", op.successors[0], tuple(t_args))
         return ("branch", op.successors[1], tuple(f_args))
+
+    def _switch(self, op: Op, env: dict):
+        """``cf.switch``: successor 0 is the default, then one per case value."""
+        flag = int(np.asarray(env[op.operands[0]]).reshape(-1)[0])
+        seg = op.attrs.get("operandSegmentSizes") or (1, len(op.operands) - 1, 0)
+        rest = [env[v] for v in op.operands[1:]]
+        default_args, case_args = rest[: int(seg[1])], rest[int(seg[1]):]
+        values = [int(x) for x in np.asarray(op.attrs.get("case_values", np.zeros(0))).reshape(-1)]
+        sizes = [int(x) for x in op.attrs.get("case_operand_segments", ())] or [0] * len(values)
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        for i, v in enumerate(values):
+            if v == flag:
+                return ("branch", op.successors[i + 1], tuple(case_args[starts[i] : starts[i + 1]]))
+        return ("branch", op.successors[0], tuple(default_args))
 
     def _validate(self, op: Op, results: Any, lanes: bool) -> tuple:
         if not isinstance(results, (tuple, list)):

@@ -96,6 +96,53 @@ def new_context():
     return ctx
 
 
+_iree_state: dict[str, Any] = {}
+
+
+def _iree_bindings() -> dict[str, Any] | None:
+    """IREE's compiler bindings (``iree-base-compiler``), a second provider
+    whose context registers the ``quant`` dialect the StableHLO verifier of
+    jaxlib does not accept; None when they are not installed."""
+    if "ir" in _iree_state:
+        return _iree_state
+    if _iree_state.get("missing"):
+        return None
+    with _lock:
+        if "ir" in _iree_state:
+            return _iree_state
+        try:
+            from iree.compiler import ir
+        except Exception:
+            _iree_state["missing"] = True
+            return None
+        ctx = ir.Context()
+        ctx.allow_unregistered_dialects = True
+        _iree_state.update(ir=ir, ctx=ctx, attr_classes=[], provider="iree", foreign=_jaxlib_attr)
+    return _iree_state
+
+
+def _jaxlib_attr(text: str, path: str) -> Any:
+    """Decode a dialect attribute another provider handed out as text by
+    parsing it with jaxlib's bindings (stablehlo attributes carry no types
+    the jaxlib context rejects)."""
+    st = _bindings()
+    try:
+        with st["ctx"]:
+            a = st["ir"].Attribute.parse(text)
+            return _Lowerer(path).attr(a)
+    except Exception:
+        return OpaqueAttr(text)
+
+
+# check ops are renamed for IREE's context, which registers a check dialect of its own
+_IREE_CHECK = "conform."
+_IREE_CHECK_RE = re.compile(r'"check\.(?=[a-z_]+")')
+
+
+def _is_iree_module(mod) -> bool:
+    return type(mod).__module__.startswith("iree.")
+
+
 def provider_version() -> str:
     st = _bindings()
     try:
@@ -149,6 +196,7 @@ def _has_code(text: str) -> bool:
 # check dialect sugar -> generic form
 # --------------------------------------------------------------------------- #
 
+_CHECK_PROPS_RE = re.compile(r'^(?P<head>\s*"check\.[a-z_]+"\([^)]*\)\s*)<\{(?P<props>.*)\}>(?P<tail>\s*:\s*\(.*)$', re.M)
 _CHECK_RE = re.compile(r"^(?P<indent>\s*)check\.(?P<op>[a-z_]+)\s+(?P<rest>.*?)\s*$", re.S)
 _CHECK_START = re.compile(r"^\s*check\.[a-z_]+\s+%")
 
@@ -249,6 +297,10 @@ def rewrite_check_sugar(text: str) -> str:
     into generic form; line numbers are preserved."""
     if "check." not in text:
         return text
+    if '"check.' in text and "<{" in text:
+        # properties of generic check ops -> attributes (unregistered ops
+        # keep no readable properties)
+        text = _CHECK_PROPS_RE.sub(r"\g<head>{\g<props>}\g<tail>", text)
     lines = text.split("\n")
     out: list[str] = []
     i = 0
@@ -297,6 +349,27 @@ def parse_chunk(chunk: Chunk):
                 # pad so that diagnostic line numbers are the file's own
                 text = "\n" * (chunk.line - 1) + rewrite_check_sugar(chunk.text or "")
                 mod = ir.Module.parse(text)
+            if not mod.operation.verify():
+                raise ParseError(f"{chunk.path}: error: verification failed")
+            return mod
+        except ir.MLIRError as e:
+            if chunk.text is not None and "!quant." in chunk.text and _iree_bindings() is not None:
+                return _parse_iree(chunk)
+            diags = [_format_diag(d, chunk.path) for d in e.error_diagnostics]
+            if not diags:
+                diags = [f"{chunk.path}: error: {e}"]
+            raise ParseError(diags[0], diags) from None
+
+
+def _parse_iree(chunk: Chunk):
+    """Parse and verify a chunk with quantized types in IREE's context."""
+    st = _iree_state
+    ir = st["ir"]
+    text = "\n" * (chunk.line - 1) + rewrite_check_sugar(chunk.text or "")
+    text = _IREE_CHECK_RE.sub('"' + _IREE_CHECK, text)
+    with st["ctx"]:
+        try:
+            mod = ir.Module.parse(text)
             if not mod.operation.verify():
                 raise ParseError(f"{chunk.path}: error: verification failed")
             return mod
@@ -381,13 +454,14 @@ def registered_ops(dialect: str) -> list[str]:
 
 
 class _Lowerer:
-    def __init__(self, path: str):
+    def __init__(self, path: str, st: dict[str, Any] | None = None):
         self.path = path
         self.ids: dict[Any, int] = {}
         self.types: dict[str, Any] = {}
-        st = _state
+        st = _state if st is None else st
         self.ir = st["ir"]
         self.attr_classes = st["attr_classes"]
+        self.foreign = st.get("foreign")
 
     # values -------------------------------------------------------------
     def vid(self, value) -> int:
@@ -467,6 +541,8 @@ class _Lowerer:
         for cls in self.attr_classes:
             if _isa(a, cls):
                 return self.record(cls, cls(a))
+        if self.foreign is not None:
+            return self.foreign(str(a), self.path)
         return OpaqueAttr(str(a))
 
     _SKIP = {"context", "type", "typeid", "static_typeid", "dump", "get", "isinstance",
@@ -558,6 +634,8 @@ class _Lowerer:
     def op(self, o, block_index=None) -> Op:
         o = o.operation
         name = o.name
+        if self.foreign is not None and name.startswith(_IREE_CHECK):
+            name = "check." + name[len(_IREE_CHECK):]
         attrs = self.op_attrs(o)
         succ: tuple[int, ...] = ()
         if block_index is not None and len(o.successors):
@@ -609,9 +687,9 @@ class _Lowerer:
 
 
 def lower_module(mod, chunk: Chunk) -> Module:
-    st = _bindings()
+    st = _iree_state if _is_iree_module(mod) else _bindings()
     with st["ctx"]:
-        low = _Lowerer(chunk.path)
+        low = _Lowerer(chunk.path, st)
         m = low.module(mod.operation, chunk.line)
         m.text = str(mod) if chunk.data is not None else rewrite_check_sugar(chunk.text or "")
         return m

@@ -477,7 +477,7 @@ def split_top_level(s: str) -> list[str]:
 
 
 _QUANT_RE = re.compile(
-    r"!quant\.uniform<(?P<storage>u?i[0-9]+)(?::(?P<smin>-?[0-9]+),(?P<smax>-?[0-9]+))?"
+    r"!quant\.uniform<(?P<storage>ui?[0-9]+|i[0-9]+)(?:<(?P<smin>-?[0-9]+):(?P<smax>-?[0-9]+)>)?"
     r":(?P<expressed>[a-zA-Z0-9]+)(?::(?P<axis>[0-9]+))?,\s*(?P<params>.*)>$"
 )
 
@@ -491,7 +491,8 @@ def parse_element_text(t: str):
         if not m:
             return OpaqueType(t)
         storage_name = m.group("storage")
-        storage_name = storage_name if storage_name in _ELEMENT_TABLE else storage_name
+        if storage_name.startswith("u") and not storage_name.startswith("ui"):
+            storage_name = "ui" + storage_name[1:]  # the quant dialect spells unsigned storage u8
         params = m.group("params").strip()
         if params.startswith("{"):
             params = params[1:-1]

@@ -205,3 +205,42 @@ func.func @fact(%n: tensor<i64>) -> tensor<i64> {
     eng = Engine(_module(text), reg)
     (out,) = eng.call("fact", (np.array(5, np.int64),))
     assert int(out) == 120
+
+
+def test_cf_switch_picks_case_or_default():
+    text = """
+func.func @sw(%x: i32) -> i32 {
+  cf.switch %x : i32, [
+    default: ^d(%x : i32),
+    1: ^one,
+    7: ^seven(%x, %x : i32, i32)
+  ]
+^d(%a: i32):
+  func.return %a : i32
+^one:
+  %c = arith.constant 100 : i32
+  func.return %c : i32
+^seven(%p: i32, %q: i32):
+  %c7 = arith.constant 700 : i32
+  func.return %c7 : i32
+}"""
+    eng = Engine(_module(text), BASE)
+    assert int(eng.call("sw", (np.int32(1),))[0]) == 100
+    assert int(eng.call("sw", (np.int32(7),))[0]) == 700
+    assert int(eng.call("sw", (np.int32(3),))[0]) == 3
+
+
+def test_async_start_done_run_the_body():
+    text = """
+func.func @a(%x: tensor<4xi32>) -> tensor<2xi32> {
+  %f = "stablehlo.async_start"(%x) ({
+  ^bb0(%y: tensor<4xi32>):
+    %s = "stablehlo.slice"(%y) {start_indices = array<i64: 1>, limit_indices = array<i64: 3>,
+                                strides = array<i64: 1>} : (tensor<4xi32>) -> tensor<2xi32>
+    "stablehlo.return"(%s) : (tensor<2xi32>) -> ()
+  }) : (tensor<4xi32>) -> !stablehlo.future<tensor<2xi32>>
+  %r = "stablehlo.async_done"(%f) : (!stablehlo.future<tensor<2xi32>>) -> tensor<2xi32>
+  func.return %r : tensor<2xi32>
+}"""
+    eng = Engine(_module(text), BASE)
+    assert eng.call("a", (np.arange(4, dtype=np.int32),))[0].tolist() == [1, 2]

@@ -59,3 +59,28 @@ def tuple_(op, *operands):
 @kernel("stablehlo.get_tuple_element")
 def get_tuple_element(op, t):
     return (t[int(op.attr("index"))],)
+
+
+class Future:
+    """The value of a ``!stablehlo.future<...>``: the body's results."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: tuple):
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"future{self.values!r}"
+
+
+@kernel("stablehlo.async_start")
+def async_start(op, *operands):
+    """See spec.md#async_start: the body runs now (asynchrony is optional)."""
+    nargs = len(op.op.regions[0].blocks[0].args)
+    return (Future(tuple(op.region(0)(*operands[:nargs]))),)
+
+
+@kernel("stablehlo.async_done")
+def async_done(op, future):
+    """See spec.md#async_done."""
+    return tuple(future.values)

@@ -15,3 +15,15 @@ def constant(op, *_):
         return (v,)
     ty = op.result_type(0)
     return (np.asarray(v, dtype=ty.dtype),)
+
+
+@kernel("chlo.constant")
+def chlo_constant(op, *_):
+    return constant(op)
+
+
+@kernel("chlo.constant_like")
+def chlo_constant_like(op, operand):
+    """A splat of ``value`` with the operand's shape and the result's type."""
+    v = np.asarray(op.attr("value"))
+    return (np.full(np.shape(operand), v.reshape(-1)[0] if v.size else 0, dtype=op.result_dtype(0)),)
