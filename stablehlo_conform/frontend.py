@@ -439,7 +439,10 @@ def registered_ops(dialect: str) -> list[str]:
     if mod is None:
         import importlib
 
-        mod = importlib.import_module(f"jaxlib.mlir.dialects.{dialect}")
+        try:
+            mod = importlib.import_module(f"jaxlib.mlir.dialects.{dialect}")
+        except ImportError:
+            return []  # the bindings ship no Python module listing this dialect's ops
     names = set()
     for v in vars(mod).values():
         n = getattr(v, "OPERATION_NAME", None)
@@ -484,6 +487,9 @@ class _Lowerer:
             shape = tuple(None if rt.is_dynamic_dim(i) else int(rt.shape[i]) for i in range(rt.rank))
             et = T.parse_element_text(str(rt.element_type))
             got = T.TensorType(shape, et)
+        elif _isa(t, ir.VectorType):
+            vt = ir.VectorType(t)
+            got = T.TensorType(tuple(int(d) for d in vt.shape), T.parse_element_text(str(vt.element_type)))
         elif _isa(t, ir.TupleType):
             tt = ir.TupleType(t)
             got = T.TupleType(tuple(self.type(tt.get_type(i)) for i in range(tt.num_types)))
@@ -693,6 +699,18 @@ def lower_module(mod, chunk: Chunk) -> Module:
         m = low.module(mod.operation, chunk.line)
         m.text = str(mod) if chunk.data is not None else rewrite_check_sugar(chunk.text or "")
         return m
+
+
+def parse_attribute(text: str, path: str = "<args>"):
+    """Parse an attribute written in MLIR syntax (e.g. the ``--args`` list of
+    a RUN line) and decode it like op attributes."""
+    st = _bindings()
+    with st["ctx"]:
+        try:
+            a = st["ir"].Attribute.parse(text)
+        except Exception as e:
+            raise ParseError(f"{path}: error: cannot parse attribute {text[:80]!r}: {e}") from None
+        return _Lowerer(path).attr(a)
 
 
 def generic_text(mod) -> str:
