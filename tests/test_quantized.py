@@ -1,0 +1,218 @@
+"""Quantization (spec.md#quantized-element-types, #uniform_quantize,
+#uniform_dequantize, #quantization-computations): types, the quantize /
+dequantize formulas, dequantize_op_quantize through the engine, and the
+official quantized programs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stablehlo_conform import types as T
+from stablehlo_conform.errors import ParseError, UnsupportedOp
+from stablehlo_conform.kernels import quantized as Q
+from stablehlo_conform.program import Loc, Op
+
+SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
+
+
+def qtype(text: str) -> T.QuantizedType:
+    t = T.parse_element_text(text)
+    assert isinstance(t, T.QuantizedType), t
+    return t
+
+
+def needs_iree():
+    pytest.importorskip("iree.compiler.ir", reason="iree-base-compiler is not installed")
+
+
+def run(text: str, *args):
+    from stablehlo_conform import load
+    from stablehlo_conform.engine import Engine
+
+    mod = load(text)[0]
+    return Engine(mod).call("main", args)
+
+
+# --------------------------------------------------------------------------- #
+# types
+# --------------------------------------------------------------------------- #
+
+
+def test_parse_per_tensor_per_axis_ranges_and_unsigned():
+    t = qtype("!quant.uniform<i8:f32, 0.5:-20>")
+    assert (t.storage.name, t.expressed.name, t.scales, t.zero_points, t.axis) == ("i8", "f32", (0.5,), (-20,), None)
+    t = qtype("!quant.uniform<i8:f32:0, {0.1:-30,0.5:-20}>")
+    assert t.axis == 0 and t.scales == (0.1, 0.5) and t.zero_points == (-30, -20)
+    t = qtype("!quant.uniform<i8<-127:127>:f32:1, {5.000000e-01:3,2.000000e+00}>")
+    assert (t.storage_min, t.storage_max, t.axis, t.zero_points) == (-127, 127, 1, (3, 0))
+    t = qtype("!quant.uniform<u8:f16, 2.000000e+00>")
+    assert t.storage.name == "ui8" and t.dtype == np.uint8 and t.zero_points == (0,)
+    t = qtype("!quant.uniform<i32:f32, 1.533503795273843E-5>")
+    assert t.scales == (1.533503795273843e-5,) and t.dtype == np.int32
+
+
+# --------------------------------------------------------------------------- #
+# quantize / dequantize formulas
+# --------------------------------------------------------------------------- #
+
+
+def test_spec_examples_per_axis():
+    qt = qtype("!quant.uniform<i8:f32:0, {0.1:-30,0.5:-20}>")
+    q = Q.quantize(np.array([4.0, 15.0], np.float32), qt)
+    assert q.dtype == np.int8 and q.tolist() == [10, 10]
+    d = Q.dequantize(np.array([10, 10], np.int8), qt)
+    assert d.dtype == np.float32
+    np.testing.assert_allclose(d, [4.0, 15.0], rtol=1e-6)
+    # requantize: [4.0, 15.0] / {0.1, 0.2} + {-20, -30} = [20, 45]
+    qt2 = qtype("!quant.uniform<i8:f32:0, {0.1:-20,0.2:-30}>")
+    assert Q.quantize(d, qt2).tolist() == [20, 45]
+
+
+def test_quantize_rounds_half_to_even_after_clamp_to_storage_range():
+    qt = qtype("!quant.uniform<i8:f32, 0.5>")
+    assert Q.quantize(np.array([1.25, 1.75, -1.25, 0.75], np.float32), qt).tolist() == [2, 4, -2, 2]
+    narrow = qtype("!quant.uniform<i8<-127:127>:f32, 0.5:1>")
+    got = Q.quantize(np.array([100.0, -100.0, np.inf, -np.inf, np.nan], np.float32), narrow)
+    assert got.tolist() == [127, -127, 127, -127, 0]
+
+
+def test_dequantize_difference_does_not_wrap_in_storage():
+    qt = qtype("!quant.uniform<i8:f32, 1.0:-30>")
+    # 120 - (-30) = 150 exceeds i8; the value is 150.0
+    assert Q.dequantize(np.array([120, -128], np.int8), qt).tolist() == [150.0, -98.0]
+
+
+def test_unsigned_and_i32_storage():
+    qt = qtype("!quant.uniform<u8:f32, 0.25:128>")
+    got = Q.quantize(np.array([0.0, 1.0, -40.0, 40.0], np.float32), qt)
+    assert got.dtype == np.uint8 and got.tolist() == [128, 132, 0, 255]
+    wide = qtype("!quant.uniform<i32:f32, 1.0>")
+    # the clamp bound 2147483647 is 2147483648.0 in f32; the storage value saturates
+    assert Q.quantize(np.array([3e9, -3e9], np.float32), wide).tolist() == [2147483647, -2147483648]
+
+
+def test_expressed_bf16_steps_round_in_bf16():
+    import ml_dtypes
+
+    qt = qtype("!quant.uniform<i8:bf16, 0.1>")
+    # 0.1 as bf16 is 0.10009765625; dequantize(3) = 0.300292968... rounds to bf16 0.30078125
+    d = Q.dequantize(np.array([3], np.int8), qt)
+    assert d.dtype == ml_dtypes.bfloat16 and float(d[0]) == 0.30078125
+
+
+def test_storage_ops_and_unsupported_ops():
+    qt = T.TensorType((2,), qtype("!quant.uniform<i8:f32, 0.5>"))
+    f = T.TensorType((2,), T.ElementType("f32"))
+    mk = lambda name, ins, outs: Op(name, (0,), (1,), ins, outs, {}, (), Loc("x.mlir", 3, 5))  # noqa: E731
+    assert Q.passes_storage(mk("stablehlo.transpose", (qt,), (qt,)))
+    assert Q.passes_storage(mk("stablehlo.exponential", (f,), (f,)))
+    assert not Q.passes_storage(mk("stablehlo.exponential", (qt,), (qt,)))
+    with pytest.raises(UnsupportedOp, match="no quantized semantics"):
+        Q.dequantize_op_quantize(None, mk("stablehlo.xor", (qt,), (qt,)), None, [np.zeros(2, np.int8)])
+
+
+# --------------------------------------------------------------------------- #
+# programs (parsed through IREE's bindings: jaxlib's verifier rejects quant types)
+# --------------------------------------------------------------------------- #
+
+
+def test_quantized_add_program():
+    needs_iree()
+    text = """
+func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xi8>, tensor<2xf32>) {
+  %qa = stablehlo.uniform_quantize %a : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.1:-30>>
+  %qb = stablehlo.uniform_quantize %b : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.5:-20>>
+  %s = stablehlo.add %qa, %qb : (tensor<2x!quant.uniform<i8:f32, 0.1:-30>>, tensor<2x!quant.uniform<i8:f32, 0.5:-20>>) -> tensor<2x!quant.uniform<i8:f32, 0.5:-20>>
+  %bits = stablehlo.bitcast_convert %s : (tensor<2x!quant.uniform<i8:f32, 0.5:-20>>) -> tensor<2xi8>
+  %f = stablehlo.uniform_dequantize %s : (tensor<2x!quant.uniform<i8:f32, 0.5:-20>>) -> tensor<2xf32>
+  return %bits, %f : tensor<2xi8>, tensor<2xf32>
+}
+"""
+    bits, f = run(text, np.array([1.0, 2.0], np.float32), np.array([3.0, 4.0], np.float32))
+    # [1,2] + [3,4] = [4,6]; 4/0.5-20 = -12, 6/0.5-20 = -8
+    assert bits.dtype == np.int8 and bits.tolist() == [-12, -8]
+    assert f.tolist() == [4.0, 6.0]
+
+
+def test_compare_select_and_data_movement_on_storage():
+    needs_iree()
+    text = """
+func.func @main(%a: tensor<2xi8>, %b: tensor<2xi8>) -> (tensor<2xi1>, tensor<2xi8>) {
+  %qa = stablehlo.bitcast_convert %a : (tensor<2xi8>) -> tensor<2x!quant.uniform<i8:f32, 0.1:-30>>
+  %qb = stablehlo.bitcast_convert %b : (tensor<2xi8>) -> tensor<2x!quant.uniform<i8:f32, 0.5:-20>>
+  %eq = stablehlo.compare EQ, %qa, %qb : (tensor<2x!quant.uniform<i8:f32, 0.1:-30>>, tensor<2x!quant.uniform<i8:f32, 0.5:-20>>) -> tensor<2xi1>
+  %r = stablehlo.reverse %qa, dims = [0] : tensor<2x!quant.uniform<i8:f32, 0.1:-30>>
+  %bits = stablehlo.bitcast_convert %r : (tensor<2x!quant.uniform<i8:f32, 0.1:-30>>) -> tensor<2xi8>
+  return %eq, %bits : tensor<2xi1>, tensor<2xi8>
+}
+"""
+    # storage [-20, -10] at 0.1:-30 is [1, 2]; [-18, -17] at 0.5:-20 is [1, 1.5]
+    eq, bits = run(text, np.array([-20, -10], np.int8), np.array([-18, -17], np.int8))
+    assert eq.tolist() == [True, False]
+    assert bits.tolist() == [-10, -20]
+
+
+def test_hybrid_and_per_axis_dot_general():
+    needs_iree()
+    text = """
+func.func @main(%l: tensor<1x2xf32>, %r: tensor<2x1xi8>, %ql: tensor<1x2xi8>, %pr: tensor<2x2xi8>) -> (tensor<1x1xf32>, tensor<1x2xi32>) {
+  %q = stablehlo.bitcast_convert %r : (tensor<2x1xi8>) -> tensor<2x1x!quant.uniform<i8:f32, 0.5>>
+  %h = stablehlo.dot_general %l, %q, contracting_dims = [1] x [0] : (tensor<1x2xf32>, tensor<2x1x!quant.uniform<i8:f32, 0.5>>) -> tensor<1x1xf32>
+  %a = stablehlo.bitcast_convert %ql : (tensor<1x2xi8>) -> tensor<1x2x!quant.uniform<i8:f32, 1.0>>
+  %b = stablehlo.bitcast_convert %pr : (tensor<2x2xi8>) -> tensor<2x2x!quant.uniform<i8:f32:1, {0.5, 0.25}>>
+  %d = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<1x2x!quant.uniform<i8:f32, 1.0>>, tensor<2x2x!quant.uniform<i8:f32:1, {0.5, 0.25}>>) -> tensor<1x2x!quant.uniform<i32:f32:1, {0.5, 0.25}>>
+  %bits = stablehlo.bitcast_convert %d : (tensor<1x2x!quant.uniform<i32:f32:1, {0.5, 0.25}>>) -> tensor<1x2xi32>
+  return %h, %bits : tensor<1x1xf32>, tensor<1x2xi32>
+}
+"""
+    h, bits = run(text, np.array([[1.0, 2.0]], np.float32), np.array([[2], [4]], np.int8),
+                  np.array([[1, 2]], np.int8), np.array([[2, 4], [2, 4]], np.int8))
+    # hybrid: [1, 2] . [1, 2] = 5
+    assert h.tolist() == [[5.0]]
+    # rhs dequantizes to [[1, 1], [1, 1]]; [1, 2] . [[1,1],[1,1]] = [3, 3]; / {0.5, 0.25} = [6, 12]
+    assert bits.tolist() == [[6, 12]]
+
+
+def test_diagnostics_keep_file_line_col():
+    needs_iree()
+    from stablehlo_conform import frontend
+
+    text = """func.func @main(%a: tensor<2xi8>) -> tensor<2xf16> {
+  %q = stablehlo.bitcast_convert %a : (tensor<2xi8>) -> tensor<2x!quant.uniform<i8:f32, 0.5>>
+  %f = stablehlo.uniform_dequantize %q : (tensor<2x!quant.uniform<i8:f32, 0.5>>) -> tensor<2xf16>
+  return %f : tensor<2xf16>
+}
+"""
+    with pytest.raises(ParseError) as e:
+        frontend.load_text(text, "bad_quant.mlir")
+    assert str(e.value).startswith("bad_quant.mlir:3:")
+
+
+# --------------------------------------------------------------------------- #
+# the official quantized programs
+# --------------------------------------------------------------------------- #
+
+
+def _suite_files() -> list[Path]:
+    if not SUITE.is_dir():
+        return []
+    return [SUITE / "interpret" / "quantized_ops.mlir"] + sorted((SUITE / "testdata" / "quantized").glob("*.mlir"))
+
+
+def test_official_quantized_programs_pass():
+    if not SUITE.is_dir():
+        pytest.skip("../shared/stablehlo-suite is absent")
+    needs_iree()
+    from stablehlo_conform.harness.cases import Options, run_file
+
+    statuses: dict[str, str] = {}
+    for path in _suite_files():
+        for kind, rec in run_file(str(path), Options()):
+            if kind == "result":
+                statuses[rec["id"]] = rec["status"] + ": " + (rec.get("message") or "")[:200]
+    bad = {k: v for k, v in statuses.items() if not v.startswith("pass")}
+    assert len(statuses) >= 140
+    assert not bad, bad
