@@ -142,7 +142,8 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0
                     near = np.abs(a64 - e64) <= atol
                 nan_same = np.isnan(a64) & np.isnan(e64) if a64.dtype.kind == "f" else (
                     np.isnan(a64) == np.isnan(e64)) & np.isnan(a64)
-                bad = ~(near | nan_same | (a64 == e64))
+                with np.errstate(invalid="ignore"):
+                    bad = ~(near | nan_same | (a64 == e64))
     else:
         bad = actual != expected
     if not np.any(bad):
