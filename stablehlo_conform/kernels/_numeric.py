@@ -116,20 +116,20 @@ def _f64_to_f32_odd(x: np.ndarray) -> np.ndarray:
 
 def round_to(x, dt) -> np.ndarray:
     """Round an f64/complex128 (or exact narrower) array once into ``dt``."""
-    dt = np.dtype(dt)
-    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        return _round_to(np.asarray(x), np.dtype(dt))
+
+
+def _round_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     k = kind_of(dt)
     if k == "complex":
         return x.astype(dt)
     if x.dtype.kind == "c":
         x = x.real
     if dt in _NATIVE_FLOATS:
-        with np.errstate(all="ignore"):
-            return x.astype(dt)
-    if k == "float":
-        if x.dtype == F64:
-            return _f64_to_f32_odd(x).astype(dt)
         return x.astype(dt)
+    if k == "float" and x.dtype == F64:
+        return _f64_to_f32_odd(x).astype(dt)
     return x.astype(dt)
 
 

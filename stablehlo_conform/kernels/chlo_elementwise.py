@@ -8,7 +8,7 @@ SciPy/NumPy and rounded once into the result type:
   ``sinh``, ``tan``: NumPy (complex branch cuts as NumPy).
 - ``bessel_i0e``, ``bessel_i1e``, ``digamma``, ``erf``, ``erfc``,
   ``erf_inv``, ``lgamma``, ``igamma``, ``igammac``, ``polygamma``, ``zeta``:
-  ``scipy.special``. ``digamma`` is NaN at non-positive integers;
+  ``scipy.special``. ``digamma`` is -inf at 0 and NaN at negative integers;
   ``polygamma(n, x)`` is NaN unless ``n`` is a non-negative integer;
   ``igamma``/``igammac`` are NaN for ``a <= 0`` or ``x < 0``.
 - ``next_after(x, y)``: the neighbour of ``x`` toward ``y`` in the element
@@ -16,7 +16,8 @@ SciPy/NumPy and rounded once into the result type:
 - ``is_inf``, ``is_neg_inf``, ``is_pos_inf``: classification.
 - ``mulhi``: the high half of the double-width product (signed or
   unsigned by the element type).
-- ``square``: ``x * x``; ``conj``: complex conjugate (identity on reals).
+- ``square``: ``x * x`` (complex: ``(re - im)(re + im) + 2 re im i``);
+  ``conj``: complex conjugate (identity on reals).
 
 ``chlo.broadcast_<op>(lhs, rhs)`` applies the StableHLO op after
 broadcasting: with ``broadcast_dimensions`` the lower-rank operand's
@@ -61,7 +62,8 @@ def _chlo_unary(name, f):
 
 def _digamma(w):
     r = sc.digamma(w)
-    return np.where((w <= 0) & (w == np.floor(w)), np.nan, r)
+    r = np.where((w < 0) & (w == np.floor(w)), np.nan, r)
+    return np.where(w == 0, -np.inf, r)
 
 
 def _lgamma(w):
@@ -84,7 +86,8 @@ def _polygamma(n, x):
     ok = (n >= 0) & (n == np.floor(n))
     nn = np.where(ok, n, 0)
     r = np.where(nn == 0, sc.digamma(x), sc.polygamma(nn.astype(np.int64), x))
-    r = np.where((nn == 0) & (x <= 0) & (x == np.floor(x)), np.nan, r)
+    r = np.where((nn == 0) & (x < 0) & (x == np.floor(x)), np.nan, r)
+    r = np.where((nn == 0) & (x == 0), -np.inf, r)
     return np.where(ok, r, np.nan)
 
 
@@ -130,8 +133,20 @@ def conj(dt, x):
     return np.conj(x) if kind_of(x.dtype) == "complex" else x
 
 
+def _complex_square(w):
+    re, im = w.real, w.imag
+    r = np.empty(w.shape, dtype=np.complex128)
+    r.real = (re - im) * (re + im)
+    r.imag = 2.0 * re * im
+    return r
+
+
 @E.unary("chlo.square")
 def square(dt, x):
+    """``x * x``; complex: ``(re - im)(re + im) + 2 re im i`` (no spurious
+    overflow in the real part)."""
+    if kind_of(np.asarray(x).dtype) == "complex":
+        return E.float_fn(_complex_square, dt, x)
     return E.multiply(dt, x, x)
 
 
