@@ -803,7 +803,7 @@ def eval_reference(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
         mod = ir.Module.parse(text)
         attrs = []
         for a in args:
-            a = np.ascontiguousarray(a)
+            a = np.require(np.asarray(a), requirements="C")
             attrs.append(ir.DenseElementsAttr.get(a, signless=a.dtype.kind != "u"))
         outs = st["sh"].eval_module(mod, attrs)
         result = []

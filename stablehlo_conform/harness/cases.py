@@ -223,6 +223,14 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
         backend = get_backend(opts.backend)
         outcome = backend.run_test(mod, func, opts)
         rec.update(outcome)
+        if opts.compare:
+            from .diff import compare_test
+
+            cmp = compare_test(mod, func, opts)
+            rec.update(cmp)
+            if cmp["disagreements"] and rec["status"] == "pass":
+                rec["status"] = "fail"
+                rec["message"] = "backends disagree: " + "; ".join(cmp["disagreements"][:3])
     except ConformError as e:
         rec["status"] = e.status
         rec["message"] = str(e)

@@ -257,10 +257,10 @@ def encode(w: Wire, a: np.ndarray) -> list[np.ndarray]:
     el = w.ttype.element
     if el.kind == "complex":
         dt = w.pieces[0].dtype
-        return [np.ascontiguousarray(a.real, dtype=dt), np.ascontiguousarray(a.imag, dtype=dt)]
+        return [np.require(a.real.astype(dt), requirements="C"), np.require(a.imag.astype(dt), requirements="C")]
     if w.name in _SMALL_INT:
         return [a.astype(w.pieces[0].dtype)]
-    bits = T.to_bits(a)
+    bits = T.to_bits(a).reshape(a.shape)
     if el.bits == 4:
         return [(bits & 0xF).astype(np.uint8)]
     return [bits.view(w.pieces[0].dtype)]
@@ -282,7 +282,7 @@ def decode(w: Wire, parts: Sequence[np.ndarray]) -> np.ndarray:
         return p.astype(dt)
     if el.bits == 4:
         return (p.astype(np.uint8) & 0xF).view(dt)
-    return np.ascontiguousarray(p).view(T.bits_container(dt)).view(dt)
+    return np.require(p, requirements="C").view(T.bits_container(dt)).view(dt).reshape(p.shape)
 
 
 def _in_ops(w: Wire, names: list[str], out: str) -> list[str]:

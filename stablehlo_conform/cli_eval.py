@@ -1,0 +1,203 @@
+"""``conform eval`` (run one program on inputs) and ``conform diff`` (run it
+on several backends and locate the first op where they disagree).
+
+Exit codes: 0 success (``diff``: the backends agree), 1 the program failed
+to run (``diff``: the backends disagree), 2 usage, input or program errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import ConformError, InputError, ParseError
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _load(path: str):
+    from . import load
+
+    try:
+        mods = load(path)
+    except ParseError as e:
+        _fail("\n".join(e.diagnostics))
+    except ConformError as e:
+        _fail(str(e))
+    if not mods:
+        _fail(f"{path}: no module found")
+    return mods[0]
+
+
+def _entry(module, entry):
+    from .harness.diff import entry_of
+
+    try:
+        return entry_of(module, entry)
+    except ConformError as e:
+        _fail(str(e))
+
+
+def _inputs(func, inputs_path, use_random: bool, seed: int, required: bool = True):
+    from .harness import inputs as I
+
+    try:
+        if inputs_path:
+            return I.match_inputs(func, I.load_npz(inputs_path))
+        if use_random or not func.param_types:
+            return I.random_inputs(func, seed)
+    except InputError as e:
+        _fail(str(e))
+    if required:
+        types = ", ".join(str(t) for t in func.param_types)
+        _fail(f"@{func.name} takes {len(func.param_types)} arguments ({types}): give --inputs FILE.npz or --random")
+    return None
+
+
+class _Opts:
+    """Options handed to backends (timeout, isolation)."""
+
+    def __init__(self, timeout: float | None):
+        self.timeout = timeout
+        self.isolate = None
+        self.max_bytes = None
+        self.probe_dir = None
+        self.extra: dict = {}
+
+
+def _format_array(name: str, ttype, a) -> str:
+    import numpy as np
+
+    a = np.asarray(a)
+    if a.dtype.kind == "V" or a.dtype.name in ("bfloat16",) or a.dtype.name.startswith(("float8", "float4", "float6", "int4", "uint4", "int2", "uint2")):
+        shown = np.array2string(a.astype(np.float64 if a.dtype.kind != "i" else np.int64), threshold=200,
+                                max_line_width=100)
+    else:
+        shown = np.array2string(a, threshold=200, max_line_width=100)
+    return f"{name}: {ttype} =\n{shown}"
+
+
+@click.command("eval")
+@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
+              help=".npz with one array per argument (arg0, arg1, ... or argument names).")
+@click.option("--random", "use_random", is_flag=True, help="Seeded random inputs per argument type.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--entry", default=None, help="Function to run (default: main, or the only public one).")
+@click.option("--backend", default="numpy", show_default=True,
+              help="numpy, reference, xla, iree or an installed plugin.")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False),
+              help="Write results to .npz as out0, out1, ...")
+@click.option("--print", "print_", is_flag=True, help="Print the results.")
+@click.option("--profile", is_flag=True, help="Per-op wall time and call counts (numpy backend).")
+@click.option("--profile-json", type=click.Path(dir_okay=False), help="Write the profile as JSON.")
+@click.option("--top", default=15, show_default=True, help="Ops shown by --profile.")
+@click.option("--timeout", default=0.0, type=float, help="Seconds (0: none).")
+def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, print_, profile, profile_json,
+             top, timeout):
+    """Run PROGRAM (text, bytecode or portable artifact) on inputs."""
+    import time
+
+    from .harness import inputs as I
+    from .harness.backends import BackendUnavailable, available, get_backend
+
+    if inputs_path and use_random:
+        _fail("give either --inputs or --random")
+    if backend not in available():
+        _fail(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
+    module = _load(program)
+    func = _entry(module, entry)
+    args = _inputs(func, inputs_path, use_random, seed)
+    opts = _Opts(timeout or None)
+    prof: dict | None = {} if (profile or profile_json) else None
+    t0 = time.perf_counter()
+    try:
+        if prof is not None:
+            if backend != "numpy":
+                click.echo(f"note: --profile measures the numpy engine, not {backend}", err=True)
+            from .harness.backends.numpy_backend import NumpyBackend
+
+            nb = get_backend("numpy") if backend == "numpy" else NumpyBackend()
+            eng = nb.engine(module, opts)
+            eng.profile = prof
+            t0 = time.perf_counter()
+            results = eng.call(func.name, tuple(args))
+            if backend != "numpy":
+                results = get_backend(backend).run_function(module, func.name, args, opts)
+        else:
+            results = get_backend(backend).run_function(module, func.name, args, opts)
+    except BackendUnavailable as e:
+        _fail(str(e))
+    except InputError as e:
+        _fail(str(e))
+    except ConformError as e:
+        _fail(f"{e.status}: {e}", 1)
+    wall = time.perf_counter() - t0
+    results = tuple(results)
+    if output:
+        I.save_npz(output, {f"out{i}": r for i, r in enumerate(results)})
+    if print_ or not output:
+        for i, (r, t) in enumerate(zip(results, func.result_types)):
+            click.echo(_format_array(f"out{i}", t, r))
+    if prof is not None:
+        total = sum(v[1] for v in prof.values())
+        rows = sorted(prof.items(), key=lambda kv: -kv[1][1])
+        click.echo(f"\nprofile ({wall * 1e3:.1f} ms wall, {total * 1e3:.1f} ms in kernels):")
+        click.echo(f"{'op':<36} {'calls':>8} {'total ms':>10} {'share':>7}")
+        for name, (count, secs) in rows[:top]:
+            share = 100 * secs / total if total else 0.0
+            click.echo(f"{name:<36} {count:>8} {secs * 1e3:>10.3f} {share:>6.1f}%")
+        if profile_json:
+            doc = {"wall_seconds": wall, "kernel_seconds": total,
+                   "ops": {k: {"count": v[0], "seconds": v[1]} for k, v in rows}}
+            Path(profile_json).write_text(json.dumps(doc, indent=1))
+
+
+@click.command("diff")
+@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.option("--backends", default="numpy,xla", show_default=True,
+              help="Comma-separated backends; the first is the baseline.")
+@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
+              help=".npz with one array per argument (default: seeded random inputs).")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--entry", default=None)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the report as JSON.")
+@click.option("--localise", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Run every op alone on every backend: on mismatch (auto), always or never.")
+@click.option("--max-ops", default=300, show_default=True, help="Op runs compared when localising.")
+@click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
+def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout):
+    """Run PROGRAM on several backends with the same inputs and compare."""
+    from .harness.backends import available
+    from .harness.diff import DiffOptions, diff_program, format_report
+
+    names = [b.strip() for b in backends.split(",") if b.strip()]
+    if len(names) < 2:
+        _fail("--backends needs at least two backends")
+    unknown = [n for n in names if n not in available()]
+    if unknown:
+        _fail(f"unknown backend {', '.join(unknown)}; available: {', '.join(sorted(available()))}")
+    module = _load(program)
+    func = _entry(module, entry)
+    args = _inputs(func, inputs_path, True, seed)
+    opts = DiffOptions(timeout=timeout or None, localise=localise, max_ops=max_ops)
+    try:
+        report = diff_program(module, func.name, names, args, opts)
+    except ConformError as e:
+        _fail(str(e))
+    report["program"] = program
+    report["seed"] = None if inputs_path else seed
+    for line in format_report(report):
+        click.echo(line)
+    if json_path:
+        Path(json_path).write_text(json.dumps(report, indent=1, default=str))
+    sys.exit(0 if report["status"] == "agree" else 1)
+
+
+COMMANDS = [eval_cmd, diff_cmd]

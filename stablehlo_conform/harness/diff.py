@@ -1,0 +1,415 @@
+"""Differential runs: one program, several backends, the same inputs.
+
+Every result is compared with a dtype-aware tolerance (exact for integers
+and booleans; a ULP budget per float type, ``compare.DEFAULT_ULP``; NaN
+equals NaN). When results disagree, the first diverging op is located: the
+program runs on the NumPy engine with a trace recording every op's inputs and
+outputs, then each op runs alone (a one-op module built from its generic
+text) on every backend with the recorded inputs, and the per-op results are
+compared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import types as T
+from ..compare import DEFAULT_ULP, compare, is_float_dtype, ulp_distance
+from ..errors import ConformError
+from ..program import Func, Module, walk_ops
+
+SKIP_OPS = frozenset({
+    "stablehlo.constant", "arith.constant", "func.return", "stablehlo.return", "func.call",
+    "chlo.return", "stablehlo.optimization_barrier",
+})
+
+
+def ulp_budget(element) -> int:
+    """ULP budget of an element type for comparisons between backends."""
+    name = str(element)
+    if name in DEFAULT_ULP:
+        return DEFAULT_ULP[name]
+    return 1
+
+
+def norm_tolerance(expected: np.ndarray, budget: int) -> float:
+    """Absolute tolerance relative to the tensor's magnitude: ``budget``
+    machine epsilons times the largest finite ``|expected|``. Results of
+    sums (dot products, reductions, softmax) computed in another order
+    differ by a few ULP of the largest terms, not of each (possibly tiny)
+    element."""
+    from ..compare import _float_info
+
+    dt = expected.dtype
+    part = np.float32 if dt == np.complex64 else np.float64 if dt == np.complex128 else dt
+    with np.errstate(invalid="ignore", over="ignore"):
+        mag = np.abs(expected.astype(np.complex128 if dt.kind == "c" else np.float64))
+    mag = mag[np.isfinite(mag)]
+    if not mag.size:
+        return 0.0
+    return float(budget * float(_float_info(np.dtype(part)).eps) * float(mag.max()))
+
+
+def compare_values(a: Any, b: Any, ttype=None) -> dict[str, Any]:
+    """Compare two results: ``status`` ok/mismatch, ``max_ulp``, ``max_abs``,
+    ``message`` (first differing index and values). Floats agree element by
+    element within the type's ULP budget or within :func:`norm_tolerance`."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    out: dict[str, Any] = {"status": "ok", "max_ulp": None, "max_abs": None, "message": ""}
+    if a.shape != b.shape or a.dtype != b.dtype:
+        out.update(status="mismatch", message=f"{a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}")
+        return out
+    floaty = is_float_dtype(a.dtype)
+    if floaty and a.size:
+        d = ulp_distance(a, b)
+        finite = d[d != np.iinfo(np.uint64).max]
+        out["max_ulp"] = int(finite.max()) if finite.size else 0
+        if finite.size != d.size:
+            out["max_ulp"] = "inf"
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
+        diff = diff[np.isfinite(diff)]
+        out["max_abs"] = float(diff.max()) if diff.size else 0.0
+    elif a.size and a.dtype.kind in "iu":
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        out["max_abs"] = float(diff.max())
+    budget = ulp_budget(ttype.element) if ttype is not None and isinstance(ttype, T.TensorType) else (
+        ulp_budget(T.name_of_dtype(a.dtype)) if floaty else 0)
+    m = compare(a, b, max_ulp=budget if floaty else 0)
+    if m is not None and floaty:
+        atol = norm_tolerance(b, budget)
+        if atol:
+            m = compare(a, b, max_ulp=budget, atol=atol)
+    if m is not None:
+        out.update(status="mismatch", message=m.describe())
+    return out
+
+
+@dataclass
+class Runner:
+    """A backend with a label (two backends may share a name)."""
+
+    label: str
+    backend: Any
+
+    def run(self, module: Module, entry: str, args: Sequence[np.ndarray], opts: Any) -> tuple:
+        return tuple(self.backend.run_function(module, entry, list(args), opts))
+
+
+def make_runners(backends: Sequence[Any]) -> list[Runner]:
+    from .backends import get_backend
+
+    out: list[Runner] = []
+    seen: dict[str, int] = {}
+    for b in backends:
+        obj = get_backend(b) if isinstance(b, str) else b
+        name = getattr(obj, "name", type(obj).__name__)
+        seen[name] = seen.get(name, 0) + 1
+        out.append(Runner(name if seen[name] == 1 else f"{name}#{seen[name]}", obj))
+    return out
+
+
+@dataclass
+class DiffOptions:
+    timeout: float | None = 120.0
+    isolate: bool | None = None
+    max_ops: int = 300
+    per_op_limit: int = 2
+    localise: str = "auto"  # auto (on mismatch) | always | never
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _safe_run(r: Runner, module, entry, args, opts) -> tuple[str, Any]:
+    try:
+        return "ok", r.run(module, entry, args, opts)
+    except ConformError as e:
+        return e.status, str(e)
+    except Exception as e:  # a backend bug: report it with the backend's name
+        return "error", f"{r.label}: {type(e).__name__}: {e}"
+
+
+def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequence[np.ndarray],
+                 opts: DiffOptions | None = None) -> dict[str, Any]:
+    """Run ``entry`` on every backend and compare every result with the
+    first backend's. Returns a JSON-ready report (see module docstring)."""
+    opts = opts or DiffOptions()
+    runners = make_runners(backends)
+    func = module.funcs[entry]
+    report: dict[str, Any] = {
+        "entry": entry, "backends": [r.label for r in runners],
+        "inputs": [{"index": i, "type": str(t), "shape": list(np.shape(a)), "dtype": str(np.asarray(a).dtype)}
+                   for i, (t, a) in enumerate(zip(func.param_types, args))],
+        "runs": {}, "outputs": [], "ops": [], "first_divergence": None,
+    }
+    results: dict[str, Any] = {}
+    for r in runners:
+        status, value = _safe_run(r, module, entry, args, opts)
+        report["runs"][r.label] = {"status": status, "message": "" if status == "ok" else value}
+        results[r.label] = value if status == "ok" else None
+    base = runners[0].label
+    agree = all(results[r.label] is not None for r in runners)
+    if results[base] is not None:
+        for i, ttype in enumerate(func.result_types):
+            for r in runners[1:]:
+                if results[r.label] is None:
+                    continue
+                c = compare_values(results[r.label][i], results[base][i], ttype)
+                c.update(index=i, type=str(ttype), backend=r.label, against=base)
+                report["outputs"].append(c)
+                agree &= c["status"] == "ok"
+    report["status"] = "agree" if agree else "disagree"
+    if opts.localise == "always" or (opts.localise == "auto" and not agree):
+        report["ops"] = localise(module, entry, args, runners, opts)
+        first = next((o for o in report["ops"] if o["status"] == "mismatch"), None)
+        report["first_divergence"] = first
+    return report
+
+
+# --------------------------------------------------------------------------- #
+# Per-op localisation
+# --------------------------------------------------------------------------- #
+
+
+def _trace(module: Module, entry: str, args: Sequence[np.ndarray], registry, opts) -> list[tuple]:
+    from ..engine import Engine
+    from ..kernels.registry import load_all
+
+    eng = Engine(module, registry if registry is not None else load_all())
+    events: list[tuple] = []
+
+    def record(op, op_args, op_results):
+        if op.name not in SKIP_OPS and not op.name.startswith("check."):
+            events.append((op, list(op_args), tuple(op_results)))
+
+    eng.trace = record
+    try:
+        eng.call(entry, tuple(args))
+    except ConformError:
+        pass  # ops traced so far are still worth comparing
+    return events
+
+
+_HEAD_RE = re.compile(r'^\s*(?:%[^"=]*=\s*)?"(?P<name>[\w.$-]+)"\(')
+
+
+def one_op_text(op, generic: str) -> str | None:
+    """A module whose ``@main`` takes the op's operands and returns its
+    results, built from the op's generic text; None when the op cannot stand
+    alone (non-tensor operands or results)."""
+    m = _HEAD_RE.match(generic)
+    if not m or m.group("name") != op.name:
+        return None
+    types = list(op.operand_types) + list(op.result_types)
+    if not all(isinstance(t, T.TensorType) for t in types):
+        return None
+    close = generic.index(")", m.end())
+    names = [f"%x{i}" for i in range(len(op.operands))]
+    n = len(op.results)
+    lhs = "" if n == 0 else ("%r = " if n == 1 else f"%r:{n} = ")
+    body = f'{lhs}"{op.name}"({", ".join(names)}' + generic[close:]
+    params = ", ".join(f"{nm}: {t}" for nm, t in zip(names, op.operand_types))
+    rtypes = ", ".join(str(t) for t in op.result_types)
+    rets = ["%r"] if n == 1 else [f"%r#{i}" for i in range(n)]
+    ret = f"func.return {', '.join(rets)} : {rtypes}" if n else "func.return"
+    body = body.replace("\n", "\n    ")
+    return f"module {{\n  func.func @main({params}) -> ({rtypes}) {{\n    {body}\n    {ret}\n  }}\n}}\n"
+
+
+def _shapes_fit(op, op_args) -> bool:
+    for a, t in zip(op_args, op.operand_types):
+        if not isinstance(t, T.TensorType) or not isinstance(a, np.ndarray):
+            return False
+        if len(a.shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, a.shape)):
+            return False
+    return True
+
+
+def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
+             opts: DiffOptions) -> list[dict[str, Any]]:
+    """Run every traced op alone on every backend; one record per op run."""
+    from .. import frontend
+
+    registry = None
+    for r in runners:
+        if getattr(r.backend, "name", "") == "numpy" and getattr(r.backend, "registry", None) is not None:
+            registry = r.backend.registry
+            break
+    events = _trace(module, entry, args, registry, opts)
+    texts = frontend.op_texts(module.text)
+    order = [op for f in module.funcs.values() for op in walk_ops(f.body)]
+    index = {id(op): i for i, op in enumerate(order)}
+    loaded: dict[str, Module] = {}
+    seen: dict[int, int] = {}
+    out: list[dict[str, Any]] = []
+    for op, op_args, _ in events:
+        if len(out) >= opts.max_ops:
+            break
+        k = seen.get(id(op), 0)
+        if k >= opts.per_op_limit:
+            continue
+        seen[id(op)] = k + 1
+        rec: dict[str, Any] = {"op": op.name, "loc": str(op.loc), "run": k, "status": "ok",
+                               "max_ulp": None, "max_abs": None, "message": ""}
+        out.append(rec)
+        if not _shapes_fit(op, op_args):
+            rec.update(status="skipped", message="operands are lanes of a region body")
+            continue
+        i = index.get(id(op))
+        text = one_op_text(op, texts[i]) if i is not None and i < len(texts) else None
+        if text is None:
+            rec.update(status="skipped", message="op cannot run alone")
+            continue
+        mod = loaded.get(text)
+        if mod is None:
+            try:
+                mod = loaded[text] = frontend.load_text(text, f"<{op.name}>")[0]
+            except ConformError as e:
+                rec.update(status="skipped", message=f"op cannot run alone: {str(e).splitlines()[0][:200]}")
+                continue
+        got: dict[str, Any] = {}
+        for r in runners:
+            status, value = _safe_run(r, mod, "main", op_args, opts)
+            got[r.label] = (status, value)
+        base_status, base_value = got[runners[0].label]
+        worst: dict[str, Any] | None = None
+        for r in runners[1:]:
+            status, value = got[r.label]
+            if status != "ok" or base_status != "ok":
+                bad = r.label if status != "ok" else runners[0].label
+                msg = value if status != "ok" else base_value
+                rec.update(status=status if status != "ok" else base_status,
+                           message=f"{bad}: {str(msg).splitlines()[0][:300]}")
+                break
+            for j, ttype in enumerate(op.result_types):
+                c = compare_values(value[j], base_value[j], ttype)
+                if worst is None or _worse(c, worst):
+                    worst = dict(c, result=j, backend=r.label)
+        if worst is not None and rec["status"] == "ok":
+            rec.update(status=worst["status"], max_ulp=worst["max_ulp"], max_abs=worst["max_abs"],
+                       message=(f"result #{worst['result']} ({worst['backend']} vs {runners[0].label}): "
+                                f"{worst['message']}") if worst["status"] != "ok" else "")
+    return out
+
+
+def _worse(a: dict, b: dict) -> bool:
+    if (a["status"] != "ok") != (b["status"] != "ok"):
+        return a["status"] != "ok"
+    ua = float("inf") if a["max_ulp"] == "inf" else (a["max_ulp"] or 0)
+    ub = float("inf") if b["max_ulp"] == "inf" else (b["max_ulp"] or 0)
+    if ua != ub:
+        return ua > ub
+    return (a["max_abs"] or 0) > (b["max_abs"] or 0)
+
+
+def format_report(report: dict[str, Any]) -> list[str]:
+    """Human-readable lines of a :func:`diff_program` report."""
+    lines = [f"backends: {', '.join(report['backends'])}   entry: @{report['entry']}"]
+    for label, run in report["runs"].items():
+        if run["status"] != "ok":
+            lines.append(f"{label}: {run['status'].upper()}: {run['message']}")
+    for o in report["outputs"]:
+        lines.append(f"output {o['index']} {o['type']}: {o['backend']} vs {o['against']}: "
+                     f"{_fmt_num(o)}  {o['status'].upper() if o['status'] != 'ok' else 'ok'}"
+                     + (f"  {o['message']}" if o["message"] else ""))
+    if report["ops"]:
+        lines.append("")
+        lines.append(f"{'op':<34} {'location':<34} {'max ULP':>8} {'max abs':>10}  status")
+        first = report.get("first_divergence")
+        for o in report["ops"]:
+            mark = "  <- first divergence" if o is first else ""
+            ulp = "-" if o["max_ulp"] is None else str(o["max_ulp"])
+            ab = "-" if o["max_abs"] is None else f"{o['max_abs']:.3g}"
+            status = o["status"] if o["status"] != "mismatch" else "MISMATCH"
+            lines.append(f"{o['op']:<34} {_short(o['loc']):<34} {ulp:>8} {ab:>10}  {status}{mark}")
+    if report.get("first_divergence"):
+        fd = report["first_divergence"]
+        lines.append(f"\nfirst diverging op: {fd['op']} at {fd['loc']}: {fd['message']}")
+    lines.append(f"\nresult: backends {report['status']}")
+    return lines
+
+
+def _fmt_num(o: dict) -> str:
+    ulp = "-" if o.get("max_ulp") is None else o["max_ulp"]
+    ab = "-" if o.get("max_abs") is None else f"{o['max_abs']:.3g}"
+    return f"max ULP {ulp}, max abs {ab}"
+
+
+def _short(loc: str) -> str:
+    return loc if len(loc) <= 34 else "…" + loc[-33:]
+
+
+def entry_of(module: Module, entry: str | None) -> Func:
+    if entry and entry in module.funcs:
+        return module.funcs[entry]
+    if entry and entry != "main":
+        raise ConformError(f"no function @{entry} in module (functions: {', '.join(module.funcs)})")
+    if "main" in module.funcs:
+        return module.funcs["main"]
+    public = [f for f in module.funcs.values() if f.visibility != "private"]
+    if len(public) == 1:
+        return public[0]
+    raise ConformError(f"no @main; choose an entry with --entry ({', '.join(module.funcs)})")
+
+
+# --------------------------------------------------------------------------- #
+# Comparing backends on self-checking tests (``conform run --compare``)
+# --------------------------------------------------------------------------- #
+
+
+def test_values(backend: Any, module: Module, func: Func, opts: Any) -> list[np.ndarray]:
+    """The values a test's checks look at (first operand of each check op of
+    the test function's body), as computed by ``backend``."""
+    from .backends.base import check_ops
+
+    if getattr(backend, "name", "") != "numpy" or not hasattr(backend, "engine"):
+        return list(backend.test_values(module, func, opts))
+    checks = check_ops(func)
+    where = {id(op): i for i, op in enumerate(checks)}
+    got: list[Any] = [None] * len(checks)
+    eng = backend.engine(module, opts)
+
+    def record(op, op_args, _results):
+        i = where.get(id(op))
+        if i is not None and got[i] is None and op_args:
+            got[i] = op_args[0]
+
+    eng.trace = record
+    eng.call(func.name, ())
+    return [v for v in got if v is not None]
+
+
+def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
+    """Run a test on every backend of ``opts.compare`` and compare the
+    checked values with the first backend that ran: ``compare`` (backend ->
+    ``ok`` or its error) and ``disagreements`` (messages)."""
+    from .backends import get_backend
+    from .backends.base import check_ops
+
+    statuses: dict[str, str] = {}
+    values: dict[str, list] = {}
+    for name in opts.compare:
+        try:
+            values[name] = test_values(get_backend(name), module, func, opts)
+            statuses[name] = "ok"
+        except ConformError as e:
+            statuses[name] = f"{e.status}: {str(e).splitlines()[0][:200]}"
+        except Exception as e:
+            statuses[name] = f"error: {type(e).__name__}: {e}"[:200]
+    ran = [n for n in opts.compare if n in values]
+    checks = check_ops(func)
+    disagreements: list[str] = []
+    for other in ran[1:]:
+        base = ran[0]
+        for i, (a, b) in enumerate(zip(values[other], values[base])):
+            ttype = checks[i].operand_types[0] if i < len(checks) else None
+            c = compare_values(a, b, ttype)
+            if c["status"] != "ok":
+                loc = checks[i].loc if i < len(checks) else "?"
+                disagreements.append(f"{other} vs {base} at check #{i} ({loc}): {c['message']}")
+    return {"compare": statuses, "disagreements": disagreements}
