@@ -13,8 +13,10 @@ So the project's own ``pytest tests/`` collects no program.
 
 Each test function of a file (a public function without arguments that
 nobody calls) is one item, named and numbered exactly as ``conform run``
-names it (``add.mlir::add_op_test_si32``); a chunk that does not parse is an
-item that fails with the diagnostics, as ``conform run`` reports it.
+names it (``add.mlir::add_op_test_si32``); a file without such a function
+contributes its programs with arguments (RUN-line ``--args`` checked against
+its CHECK lines, or generated inputs) as ``conform run`` does; a chunk that
+does not parse is an item that fails with the diagnostics.
 
 Options: ``--conform-backend NAME`` (default ``numpy``; any installed
 backend, see ``conform backends``), ``--conform-baseline FILE`` (a baseline
@@ -140,6 +142,7 @@ class _Loaded:
         from .harness.cases import base_record, test_ids
 
         self.tests: list[tuple[str, Any, Any]] = []  # (name, module, func)
+        self.programs: list[tuple[str, Any, Any]] = []  # (name, module, program case)
         self.errors: list[dict] = []
         try:
             chunks = frontend.read_chunks(path)
@@ -149,6 +152,7 @@ class _Loaded:
             self.errors.append(rec)
             return
         found = []
+        loaded = []
         for c in chunks:
             try:
                 mod = frontend.lower_module(frontend.parse_chunk(c), c)
@@ -162,10 +166,21 @@ class _Loaded:
                 rec["message"] = f"{path}:{c.line}: error: cannot load: {type(e).__name__}: {e}"
                 self.errors.append(rec)
                 continue
+            loaded.append(mod)
             for f in mod.tests():
                 found.append((mod, f))
         for tid, (mod, f) in zip(test_ids(path, found), found):
             self.tests.append((tid.rsplit("::", 1)[1], mod, f))
+        if found or self.errors or not loaded:
+            return
+        # no self-checking test: programs that take arguments (RUN-line --args
+        # with CHECK lines, or generated inputs), as conform run finds them
+        from .harness.programs import find_program_cases
+
+        source = chunks[0].text if chunks and chunks[0].text is not None else ""
+        cases = find_program_cases(source, loaded)
+        for tid, (mod, case) in zip(test_ids(path, [(m, c.func) for m, c in cases]), cases):
+            self.programs.append((tid.rsplit("::", 1)[1], mod, case))
 
 
 _CACHE: OrderedDict[str, _Loaded] = OrderedDict()
@@ -193,6 +208,8 @@ class ProgramFile(pytest.File):
             yield ProgramItem.from_parent(self, name=rec["id"].rsplit("::", 1)[1], load_error=rec)
         for name, _mod, func in loaded.tests:
             yield ProgramItem.from_parent(self, name=name, line=func.loc.line)
+        for name, _mod, case in loaded.programs:
+            yield ProgramItem.from_parent(self, name=name, line=case.func.loc.line, program=True)
 
 
 class ConformFailure(Exception):
@@ -216,9 +233,10 @@ def _options(config: pytest.Config):
 
 
 class ProgramItem(pytest.Item):
-    def __init__(self, *, load_error: dict | None = None, line: int = 0, **kw):
+    def __init__(self, *, load_error: dict | None = None, line: int = 0, program: bool = False, **kw):
         super().__init__(**kw)
         self.load_error = load_error
+        self.program = program
         self.line = line
         self.record: dict | None = None
         self.add_marker("conform")
@@ -231,15 +249,17 @@ class ProgramItem(pytest.Item):
         if self.load_error is not None:
             rec = dict(self.load_error, id=self.test_id)
         else:
-            from .harness.cases import run_test
+            from .harness.cases import run_program, run_test
 
             loaded = _load(str(self.path))
-            match = [(m, f) for n, m, f in loaded.tests if n == self.name]
+            found = loaded.programs if self.program else loaded.tests
+            match = [(m, f) for n, m, f in found if n == self.name]
             if not match:
                 raise ConformFailure({"id": self.test_id, "status": "error",
                                       "message": f"test {self.name} no longer in {self.path}"})
-            mod, func = match[0]
-            rec = run_test(mod, func, self.test_id, _options(self.config))
+            mod, what = match[0]
+            run = run_program if self.program else run_test
+            rec = run(mod, what, self.test_id, _options(self.config))
         self.record = rec
         self.user_properties.append(("conform_status", rec["status"]))
         if rec.get("family"):
