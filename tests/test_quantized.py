@@ -216,3 +216,74 @@ def test_official_quantized_programs_pass():
     bad = {k: v for k, v in statuses.items() if not v.startswith("pass")}
     assert len(statuses) >= 140
     assert not bad, bad
+
+
+CHECKED_PROGRAMS = """
+func.func @per_axis_add() {
+  %a = stablehlo.constant dense<[[2, 4], [6, 8]]> : tensor<2x2xi8>
+  %q = stablehlo.bitcast_convert %a : (tensor<2x2xi8>) -> tensor<2x2x!quant.uniform<i8:f32:1, {0.5:0, 0.25:2}>>
+  %s = stablehlo.add %q, %q : (tensor<2x2x!quant.uniform<i8:f32:1, {0.5:0, 0.25:2}>>, tensor<2x2x!quant.uniform<i8:f32:1, {0.5:0, 0.25:2}>>) -> tensor<2x2x!quant.uniform<i8:f32:1, {1.0:0, 2.0:1}>>
+  %b = stablehlo.bitcast_convert %s : (tensor<2x2x!quant.uniform<i8:f32:1, {1.0:0, 2.0:1}>>) -> tensor<2x2xi8>
+  check.expect_eq_const %b, dense<[[2, 2], [6, 2]]> : tensor<2x2xi8>
+  func.return
+}
+
+// -----
+
+func.func @sort_by_dequantized_value() {
+  %a = stablehlo.constant dense<[5, -3, 7, 0]> : tensor<4xi8>
+  %q = stablehlo.bitcast_convert %a : (tensor<4xi8>) -> tensor<4x!quant.uniform<i8:f32, 0.5:1>>
+  %s = "stablehlo.sort"(%q) ({
+  ^bb0(%x: tensor<!quant.uniform<i8:f32, 0.5:1>>, %y: tensor<!quant.uniform<i8:f32, 0.5:1>>):
+    %c = stablehlo.compare GT, %x, %y : (tensor<!quant.uniform<i8:f32, 0.5:1>>, tensor<!quant.uniform<i8:f32, 0.5:1>>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }) {dimension = 0 : i64} : (tensor<4x!quant.uniform<i8:f32, 0.5:1>>) -> tensor<4x!quant.uniform<i8:f32, 0.5:1>>
+  %b = stablehlo.bitcast_convert %s : (tensor<4x!quant.uniform<i8:f32, 0.5:1>>) -> tensor<4xi8>
+  check.expect_eq_const %b, dense<[7, 5, 0, -3]> : tensor<4xi8>
+  func.return
+}
+
+// -----
+
+func.func @is_finite_always_true() {
+  %a = stablehlo.constant dense<[127, -128]> : tensor<2xi8>
+  %q = stablehlo.bitcast_convert %a : (tensor<2xi8>) -> tensor<2x!quant.uniform<i8:f32, 3.0e38>>
+  %f = stablehlo.is_finite %q : (tensor<2x!quant.uniform<i8:f32, 3.0e38>>) -> tensor<2xi1>
+  check.expect_eq_const %f, dense<true> : tensor<2xi1>
+  func.return
+}
+
+// -----
+
+func.func @transpose_moves_quantization_dimension() {
+  %a = stablehlo.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi8>
+  %q = stablehlo.bitcast_convert %a : (tensor<2x3xi8>) -> tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>
+  %t = stablehlo.transpose %q, dims = [1, 0] : (tensor<2x3x!quant.uniform<i8:f32:0, {0.5, 0.25}>>) -> tensor<3x2x!quant.uniform<i8:f32:1, {0.5, 0.25}>>
+  %f = stablehlo.uniform_dequantize %t : (tensor<3x2x!quant.uniform<i8:f32:1, {0.5, 0.25}>>) -> tensor<3x2xf32>
+  check.expect_eq_const %f, dense<[[0.5, 1.0], [1.0, 1.25], [1.5, 1.5]]> : tensor<3x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @check_op_properties() {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %q = stablehlo.uniform_quantize %a : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.25:-1>>
+  %b = stablehlo.bitcast_convert %q : (tensor<2x!quant.uniform<i8:f32, 0.25:-1>>) -> tensor<2xi8>
+  "check.expect_eq_const"(%b) <{value = dense<[3, 7]> : tensor<2xi8>}> : (tensor<2xi8>) -> ()
+  func.return
+}
+"""
+
+
+def test_checked_quantized_programs(tmp_path):
+    needs_iree()
+    from stablehlo_conform.harness.cases import Options, run_file
+
+    path = tmp_path / "quantized_checks.mlir"
+    path.write_text(CHECKED_PROGRAMS)
+    recs = [rec for kind, rec in run_file(str(path), Options()) if kind == "result"]
+    assert [r["function"] for r in recs] == [
+        "per_axis_add", "sort_by_dequantized_value", "is_finite_always_true",
+        "transpose_moves_quantization_dimension", "check_op_properties"]
+    assert all(r["status"] == "pass" and r["checks"] == 1 for r in recs), recs

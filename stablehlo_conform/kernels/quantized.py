@@ -24,7 +24,10 @@ marked ``quantization_aware``. Ops whose spec semantics is
 ``convolution``, ``batch_norm_*``, ...), ``dequantize_compare``,
 ``dequantize_select_quantize`` and ``hybrid_dequantize_then_op`` run their
 float kernel on a shadow op whose quantized types are replaced by their
-expressed types; other ops on quantized tensors are unsupported.
+expressed types; other ops on quantized tensors are unsupported. Per-axis
+quantized operands and results (which e.g. ``add``, ``dot_general`` and
+``convolution`` allow) are dequantized and quantized slice by slice along
+their quantization dimension, as ``dequantize``/``quantize`` define.
 """
 
 from __future__ import annotations
@@ -226,12 +229,9 @@ def dequantize_op_quantize(engine, op, fn, args):
     if op.name not in DEQUANTIZE_OPS:
         raise UnsupportedOp(op.name, "quantized operands or results: the spec gives this op no "
                             "quantized semantics", str(op.loc))
-    for t in op.operand_types:
-        qt = _element(t)
-        if isinstance(qt, T.QuantizedType) and qt.axis is not None and op.name not in (
-                "stablehlo.dot_general", "stablehlo.convolution", "stablehlo.dynamic_conv"):
-            raise UnsupportedOp(op.name, "per-axis quantized operand (spec.md: "
-                                "dequantize_op_quantize is per-tensor only)", str(op.loc))
+    if op.name == "stablehlo.is_finite":
+        # spec.md#is_finite: for quantized types the result is always true
+        return (np.ones(np.shape(args[0]), dtype=np.bool_),)
     shadow = _shadow(op)
     fargs = [dequantize(a, _element(t)) if is_quantized_type(t) else a
              for a, t in zip(args, op.operand_types)]
