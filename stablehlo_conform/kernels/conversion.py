@@ -220,6 +220,15 @@ def bitcast_convert(op, x):
     db = dst_el.bits if not isinstance(dst_el, T.QuantizedType) else dst_el.storage.bits
     dt = op.result_dtype(0)
     x = np.asarray(x)
+    if sb % 8 == 0 and db % 8 == 0 and x.dtype.itemsize * 8 == sb and np.dtype(dt).itemsize * 8 == db:
+        # whole bytes: the little-endian byte stream is the bit stream
+        raw = np.ascontiguousarray(x).view(np.uint8).reshape(x.shape + (sb // 8,))
+        if db <= sb:
+            shape = x.shape + ((sb // db,) if db < sb else ())
+        else:
+            shape = x.shape[:-1]
+        raw = np.ascontiguousarray(raw.reshape(shape + (db // 8,)))
+        return (raw.view(dt).reshape(shape),)
     if x.dtype.kind == "c":
         # real part bits, then imaginary part bits
         comp_bits = sb // 2
