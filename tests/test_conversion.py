@@ -57,7 +57,8 @@ def test_float_to_float_rounds_once_to_nearest_even():
     same(convert(x, "tensor<4xbf16>"), np.array([1.0078125, 1.0, 1.015625, np.inf], BF16))
     same(convert(np.array([1e300, -1e300, 1 + 2**-24], np.float64), "tensor<3xf32>"),
          np.array([np.inf, -np.inf, 1.0], np.float32))
-    same(convert(np.array([65520.0, 65519.0], np.float32), "tensor<2xf16>"), np.array([np.inf, 65504], np.float16))
+    same(convert(np.array([65520.0, 65519.0], np.float32), "tensor<2xf16>"),
+         np.array([np.inf, 65504], np.float16))
 
 
 def test_int64_to_bf16_rounds_once():
@@ -88,8 +89,10 @@ def test_complex_conversions():
     same(convert(c, "tensor<3xf64>"), [-1.5, 0.0, 1e300])
     same(convert(c, "tensor<3xi1>"), [True, False, True])
     same(convert(c, "tensor<3xi32>"), [-1, 0, 2**31 - 1])
-    same(convert(c, "tensor<3xcomplex<f32>>"), np.array([-1.5 + 2j, 1j, complex(np.inf, np.inf)], np.complex64))
-    same(convert(np.array([3, -4], np.int64), "tensor<2xcomplex<f32>>"), np.array([3 + 0j, -4 + 0j], np.complex64))
+    same(convert(c, "tensor<3xcomplex<f32>>"),
+         np.array([-1.5 + 2j, 1j, complex(np.inf, np.inf)], np.complex64))
+    same(convert(np.array([3, -4], np.int64), "tensor<2xcomplex<f32>>"),
+         np.array([3 + 0j, -4 + 0j], np.complex64))
 
 
 def test_f8_conversions():

@@ -295,7 +295,8 @@ def test_kernels_accept_lanes_that_broadcast():
                np.array([[1], [5]], I32), np.array([2, 3, 4], I32))
     same(r, [[True, True, True], [False, False, False]])
     sel = reg.lookup("stablehlo.select")
-    (r,) = sel(_StubOp("i32", ["i1", "i32", "i32"]), np.array([True, False]), np.array(7, I32), np.array([1, 2], I32))
+    (r,) = sel(_StubOp("i32", ["i1", "i32", "i32"]), np.array([True, False]), np.array(7, I32),
+               np.array([1, 2], I32))
     same(r, np.array([7, 2], I32))
 
 
@@ -437,3 +438,24 @@ def test_complex_divide_keeps_infinities_and_rounds_once():
     assert r[2] == 0
     # -2.5 / (1 - 2.5i) = (-2.5 - 6.25i) / 7.25, each part correctly rounded
     assert r[3] == complex(-2.5 / 7.25, -6.25 / 7.25)
+
+
+class _QStubOp(_StubOp):
+    def __init__(self, result, operands):
+        self._r = T.TensorType((2,), result)
+        self._o = [T.TensorType((2,), o) for o in operands]
+        self.attrs = {}
+
+
+def _q(scale, zp):
+    return T.QuantizedType(storage=T.ElementType("i8"), expressed=T.ElementType("f32"),
+                           scales=(scale,), zero_points=(zp,))
+
+
+def test_quantized_add_is_dequantize_op_quantize():
+    # lhs [1.0, 2.0] stored with 0.1:-30, rhs [3.0, 4.0] with 0.5:-20
+    # (1 + 3) / 0.5 - 20 = -12 and (2 + 4) / 0.5 - 20 = -8
+    add = load_all().lookup("stablehlo.add")
+    op = _QStubOp(_q(0.5, -20), [_q(0.1, -30), _q(0.5, -20)])
+    (r,) = add(op, np.array([-20, -10], np.int8), np.array([-14, -12], np.int8))
+    same(r, np.array([-12, -8], np.int8))

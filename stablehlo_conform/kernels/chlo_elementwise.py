@@ -37,7 +37,6 @@ from ._numeric import (
     is_signed,
     kind_of,
     out,
-    round_to,
     to_i64,
     unsigned_pattern,
     from_unsigned_pattern,
@@ -46,7 +45,6 @@ from ._numeric import (
 )
 from . import elementwise as E
 from .comparison import compare_values, enum_value
-from .conversion import convert_values
 from .registry import kernel
 
 _U64 = np.uint64
@@ -307,5 +305,3 @@ def broadcast_select(op, pred, on_true, on_false):
     p, t, f = np.broadcast_arrays(np.asarray(pred), np.asarray(on_true), np.asarray(on_false))
     return (out(np.where(p.astype(bool), t, f), op.result_dtype(0)),)
 
-
-__all__ = ["next_after_values", "mulhi_values", "broadcast_operands", "convert_values", "round_to"]

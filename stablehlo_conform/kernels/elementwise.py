@@ -37,11 +37,7 @@ import scipy.special as sc
 
 from .. import types as T
 from ._numeric import (
-    F64,
     bits_of,
-    is_complex,
-    is_float,
-    is_integer,
     is_signed,
     is_subbyte_int,
     kind_of,
@@ -50,6 +46,7 @@ from ._numeric import (
     to_i64,
     unsigned_pattern,
     from_unsigned_pattern,
+    int_limits,
     wide,
     wrap_i64,
 )
@@ -93,12 +90,8 @@ def quantize(v: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
     v = np.asarray(v).astype(ex)
     zp = _axis_shape(v, qt, np.array(qt.zero_points, dtype=np.float64)).astype(ex)
     sc_ = _axis_shape(v, qt, np.array(qt.scales, dtype=np.float64)).astype(ex)
-    lo, hi = T.ElementType(qt.storage.name).dtype, None
-    del lo, hi
     smin = qt.storage_min
     smax = qt.storage_max
-    from ._numeric import int_limits
-
     dmin, dmax = int_limits(qt.storage.dtype)
     smin = dmin if smin is None else smin
     smax = dmax if smax is None else smax
@@ -115,7 +108,8 @@ def apply(op, fn, args, float_result: bool = True):
     if not any(q_in) and not isinstance(rty, T.QuantizedType):
         dt = op.result_dtype(0)
         return (out(fn(dt, *args), dt),)
-    vals = [dequantize(a, _element(op.operand_type(i))) if q else a for i, (a, q) in enumerate(zip(args, q_in))]
+    vals = [dequantize(a, _element(op.operand_type(i))) if q else a
+            for i, (a, q) in enumerate(zip(args, q_in))]
     if isinstance(rty, T.QuantizedType):
         ex = rty.expressed.dtype
         r = out(fn(ex, *vals), ex)
@@ -521,7 +515,8 @@ def _shift(kind: str):
             else:
                 negative = (u & top) != 0
                 r = u >> sh
-                fill = np.where(negative, (mask << (np.uint64(b) - sh).astype(np.uint64)) & mask, np.uint64(0))
+                top_bits = (mask << (np.uint64(b) - sh).astype(np.uint64)) & mask
+                fill = np.where(negative, top_bits, np.uint64(0))
                 fill = np.where(sh == 0, np.uint64(0), fill)
                 r = r | fill
                 r = np.where(bad, np.where(negative, mask, np.uint64(0)), r)
@@ -700,10 +695,3 @@ def select(op, pred, on_true, on_false):
     dt = op.result_dtype(0)
     return (out(np.where(np.asarray(pred, dtype=bool), on_true, on_false), dt),)
 
-
-__all__ = [
-    "apply", "binary", "unary", "float_fn", "exact_float_fn", "int_fn",
-    "int_divide", "int_remainder", "int_power", "maximum", "minimum",
-    "dequantize", "quantize", "clz_values", "is_complex", "is_float",
-    "is_integer", "F64",
-]
