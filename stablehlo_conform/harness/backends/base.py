@@ -426,7 +426,17 @@ class NativeBackend(Backend):
         results = [wire_for(t, self.native, label) for t in result_types]
         if len(args) != len(params):
             raise ConformError(f"@{func.name} takes {len(params)} arguments, got {len(args)}")
-        text, _ = frontend.prepare_entry(module.text, func.name, strip_checks=strip_checks)
+        dynamic = [str(w.ttype) for w in params + results if not w.ttype.is_static]
+        if dynamic:
+            raise UnsupportedOp(label, f"dynamically shaped arguments or results ({', '.join(dynamic[:3])})")
+        try:
+            text, _ = frontend.prepare_entry(module.text, func.name, strip_checks=strip_checks)
+        except ConformError:
+            raise
+        except Exception as e:
+            first = str(e).strip().splitlines()
+            raise UnsupportedOp(label, "the program does not parse with jaxlib's bindings"
+                                + (f": {first[-1].strip()[:200]}" if first else "")) from None
         text = splice(text, wrapper_text(frontend.ENTRY_ALIAS, params, results))
         wire_args: list[np.ndarray] = []
         for w, a in zip(params, args):
