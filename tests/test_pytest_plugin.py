@@ -92,14 +92,21 @@ def _conform_ids(paths: list[str]) -> list[str]:
 
 
 @pytest.mark.skipif(not (SUITE_DIR / "interpret").is_dir(), reason="../shared/stablehlo-suite is absent")
-def test_xdist_collects_what_conform_run_runs():
-    """``pytest -n 2 -p stablehlo_conform ../shared/stablehlo-suite/interpret``
-    collects one item per test of ``conform run`` on the same folder."""
+def test_xdist_collects_what_conform_run_runs(tmp_path):
+    """``pytest -n 2 -p stablehlo_conform ../shared/stablehlo-suite/interpret``:
+    both workers collect the same items (xdist checks it), one per test of
+    ``conform run`` on the same folder. The items are skipped at setup by a
+    helper plugin so that only collection and distribution are timed."""
+    (tmp_path / "conform_skip_all.py").write_text(
+        "import pytest\n\n\ndef pytest_runtest_setup(item):\n    pytest.skip('collection check')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     rel = os.path.relpath(SUITE_DIR / "interpret", ROOT)
-    p = pytest_run(["-n", "2", "--collect-only", "-q", "-p", "stablehlo_conform", rel])
+    p = pytest_run(["-n", "2", "-v", "-p", "conform_skip_all", "-p", "stablehlo_conform", rel], env=env)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    items = [ln for ln in p.stdout.splitlines() if "::" in ln]
-    m = re.search(r"(\d+) tests? collected", p.stdout)
+    items = re.findall(r"^\[gw\d\] \[\s*\d+%\] SKIPPED (\S+::\S+)", p.stdout, re.M)
+    workers = set(re.findall(r"^\[(gw\d)\]", p.stdout, re.M))
+    assert workers == {"gw0", "gw1"}
+    m = re.search(r"(\d+) skipped", p.stdout.strip().splitlines()[-1])
     assert m and int(m.group(1)) == len(items)
     expected = _conform_ids([rel])
     assert len(items) == len(expected) > 500
