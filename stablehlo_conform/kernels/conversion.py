@@ -31,6 +31,7 @@ infinity of the same sign when ``mantissa_bits = 0``.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .. import types as T
@@ -268,13 +269,18 @@ def bitcast_convert(op, x):
 # reduce_precision
 # --------------------------------------------------------------------------- #
 
+_IEEE_LIKE = frozenset(np.dtype(t) for t in (
+    np.float16, np.float32, np.float64, ml_dtypes.bfloat16,
+    ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3, ml_dtypes.float8_e3m4))
+
+
 def reduce_precision_values(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
     x = np.asarray(x)
     dt = x.dtype
     e_src, m_src = float_format(dt)
     nbits = bits_of(dt)
-    if nbits not in (16, 32, 64) and dt.kind == "V" and nbits != 8:
-        raise NotImplementedError(f"reduce_precision on {dt}")
+    if dt not in _IEEE_LIKE:
+        raise NotImplementedError(f"reduce_precision on {dt} (no IEEE-754 infinity/NaN encoding)")
     u = float_bits(x)
     nan = np.isnan(x.astype(F32) if dt.kind == "V" else x)
     with np.errstate(all="ignore"):
