@@ -122,7 +122,7 @@ def dot_general_arrays(lhs, rhs, lb, rb, lc, rc, out_dtype) -> np.ndarray:
     cdt = compute_dtype([lhs.dtype, rhs.dtype], out_dtype)
     L = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(B, M, K)
     R = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(B, K, N)
-    out = matmul_exact(L, R, cdt)
+    out = matmul_exact(L[0], R[0], cdt) if B == 1 else matmul_exact(L, R, cdt)
     return finish(out.reshape(bshape + lfs + rfs), out_dtype)
 
 
