@@ -353,11 +353,16 @@ def parse_chunk(chunk: Chunk):
                 raise ParseError(f"{chunk.path}: error: verification failed")
             return mod
         except ir.MLIRError as e:
-            if chunk.text is not None and "!quant." in chunk.text and _iree_bindings() is not None:
-                return _parse_iree(chunk)
             diags = [_format_diag(d, chunk.path) for d in e.error_diagnostics]
             if not diags:
                 diags = [f"{chunk.path}: error: {e}"]
+            if chunk.text is not None and "!quant." in chunk.text and _iree_bindings() is not None:
+                try:
+                    return _parse_iree(chunk)
+                except ParseError:
+                    # IREE's diagnostics when jaxlib's were about quantized types
+                    if "quant" in diags[0]:
+                        raise
             raise ParseError(diags[0], diags) from None
 
 

@@ -266,6 +266,21 @@ func.func @transpose_moves_quantization_dimension() {
 
 // -----
 
+func.func @quantized_constants_and_iota() {
+  %q = stablehlo.constant() {value = dense<[200, 7]> : tensor<2xi8>} : () -> tensor<2x!quant.uniform<u8:f32, 0.5:128>>
+  %f = stablehlo.uniform_dequantize %q : (tensor<2x!quant.uniform<u8:f32, 0.5:128>>) -> tensor<2xf32>
+  check.expect_eq_const %f, dense<[36.0, -60.5]> : tensor<2xf32>
+  %s = stablehlo.constant() {value = dense<4> : tensor<2x2xi8>} : () -> tensor<2x2x!quant.uniform<i8:f32:1, {0.5:1, 2.0:3}>>
+  %g = stablehlo.uniform_dequantize %s : (tensor<2x2x!quant.uniform<i8:f32:1, {0.5:1, 2.0:3}>>) -> tensor<2x2xf32>
+  check.expect_eq_const %g, dense<[[1.5, 2.0], [1.5, 2.0]]> : tensor<2x2xf32>
+  %i = stablehlo.iota dim = 0 : tensor<3x!quant.uniform<i8:f32, 0.5:1>>
+  %b = stablehlo.bitcast_convert %i : (tensor<3x!quant.uniform<i8:f32, 0.5:1>>) -> tensor<3xi8>
+  check.expect_eq_const %b, dense<[1, 3, 5]> : tensor<3xi8>
+  func.return
+}
+
+// -----
+
 func.func @check_op_properties() {
   %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
   %q = stablehlo.uniform_quantize %a : (tensor<2xf32>) -> tensor<2x!quant.uniform<i8:f32, 0.25:-1>>
@@ -285,5 +300,6 @@ def test_checked_quantized_programs(tmp_path):
     recs = [rec for kind, rec in run_file(str(path), Options()) if kind == "result"]
     assert [r["function"] for r in recs] == [
         "per_axis_add", "sort_by_dequantized_value", "is_finite_always_true",
-        "transpose_moves_quantization_dimension", "check_op_properties"]
-    assert all(r["status"] == "pass" and r["checks"] == 1 for r in recs), recs
+        "transpose_moves_quantization_dimension", "quantized_constants_and_iota", "check_op_properties"]
+    assert all(r["status"] == "pass" and r["checks"] >= 1 for r in recs), recs
+    assert [r["checks"] for r in recs] == [1, 1, 1, 1, 3, 1]

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import types as T
 from ..errors import UnsupportedOp
-from ._numeric import int_limits, round_to
+from ._numeric import int_limits, round_to, to_i64, wrap_i64
 from .registry import kernel
 
 F64 = np.float64
@@ -63,7 +63,7 @@ DEQUANTIZE_OPS = frozenset(
 # iota) or whose bodies carry the arithmetic (reduce, sort, map, ...).
 STORAGE_OPS = frozenset(
     ["stablehlo." + n for n in (
-        "uniform_quantize uniform_dequantize constant iota dynamic_iota bitcast_convert "
+        "uniform_quantize uniform_dequantize iota dynamic_iota bitcast_convert "
         "broadcast_in_dim dynamic_broadcast_in_dim concatenate dynamic_slice "
         "dynamic_update_slice gather dynamic_gather scatter pad dynamic_pad reshape "
         "dynamic_reshape reverse slice real_dynamic_slice transpose get_dimension_size "
@@ -226,6 +226,8 @@ def dequantize_op_quantize(engine, op, fn, args):
     ``hybrid_dequantize_then_op``)."""
     from ..engine import OpContext
 
+    if op.name == "stablehlo.constant":
+        return _quantized_constant(op, fn(OpContext(op, engine)))
     if op.name not in DEQUANTIZE_OPS:
         raise UnsupportedOp(op.name, "quantized operands or results: the spec gives this op no "
                             "quantized semantics", str(op.loc))
@@ -240,3 +242,23 @@ def dequantize_op_quantize(engine, op, fn, args):
         return results  # the engine reports the kernel bug
     return tuple(quantize(r, _element(t)) if is_quantized_type(t) else r
                  for r, t in zip(results, op.result_types))
+
+
+def _quantized_constant(op, results):
+    """spec.md#constant with a quantized result: the attribute holds storage
+    values in a signless integer type of the storage width (``u8`` storage
+    is written ``i8``); reinterpret them as the storage type."""
+    if not isinstance(results, (tuple, list)) or len(results) != 1:
+        return results
+    v = np.asarray(results[0])
+    ty = op.result_types[0]
+    qt = _element(ty)
+    if not isinstance(qt, T.QuantizedType) or v.dtype == qt.dtype:
+        return results
+    if v.dtype.kind not in "iub" and "int" not in v.dtype.name:
+        raise op_unsupported(op, f"quantized constant holds {v.dtype} values")
+    return (wrap_i64(to_i64(v), qt.dtype),)
+
+
+def op_unsupported(op, detail: str) -> UnsupportedOp:
+    return UnsupportedOp(op.name, detail, str(op.loc))
