@@ -153,10 +153,12 @@ def convolution_arrays(lhs, rhs, *, strides, pad, lhs_dil, rhs_dil, reversal, dn
     ki, ko = int(dn.kernel_input_feature_dimension), int(dn.kernel_output_feature_dimension)
     ob, of = int(dn.output_batch_dimension), int(dn.output_feature_dimension)
     ns = len(isd)
-    strides = [int(v) for v in strides] if strides is not None else [1] * ns
-    lhs_dil = [int(v) for v in lhs_dil] if lhs_dil is not None else [1] * ns
-    rhs_dil = [int(v) for v in rhs_dil] if rhs_dil is not None else [1] * ns
-    reversal = [bool(v) for v in reversal] if reversal is not None else [False] * ns
+    # lists longer than the spatial rank (seen in dynamic_conv programs) are
+    # read up to the spatial rank
+    strides = [int(v) for v in strides][:ns] if strides is not None else [1] * ns
+    lhs_dil = [int(v) for v in lhs_dil][:ns] if lhs_dil is not None else [1] * ns
+    rhs_dil = [int(v) for v in rhs_dil][:ns] if rhs_dil is not None else [1] * ns
+    reversal = [bool(v) for v in reversal][:ns] if reversal is not None else [False] * ns
     pad = np.zeros((ns, 2), np.int64) if pad is None else np.asarray(pad, np.int64).reshape(ns, 2)
     cdt = compute_dtype([lhs.dtype, rhs.dtype], out_dtype)
 
