@@ -164,7 +164,11 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
             stream.flush()
         if not quiet:
             progress.close() if progress.enabled else None
-            _print_result_line(rec)
+            known = baseline.match(rec["id"]) if baseline is not None and rec["status"] != "pass" else None
+            if known is not None:
+                click.echo(f"{'KNOWN':<11} {rec['id']}: {rec['status']} (baseline: {known.reason or 'listed'})")
+            else:
+                _print_result_line(rec)
 
     t0 = time.monotonic()
     try:
