@@ -332,7 +332,8 @@ def test_batch_norm_grad_spec_example():
 RAGGED = """
 func.func @main(%a: tensor<5x2xf32>, %b: tensor<2x2x3xf32>, %g: tensor<2xi64>) -> tensor<5x3xf32> {
   %r = "chlo.ragged_dot"(%a, %b, %g) {
-    ragged_dot_dimension_numbers = #chlo.ragged_dot<lhs_batching_dimensions = [], rhs_batching_dimensions = [],
+    ragged_dot_dimension_numbers = #chlo.ragged_dot<
+      lhs_batching_dimensions = [], rhs_batching_dimensions = [],
       lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1],
       lhs_ragged_dimensions = [0], rhs_group_dimensions = [0]>,
     precision_config = [#chlo<precision DEFAULT>, #chlo<precision DEFAULT>]

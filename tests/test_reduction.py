@@ -54,7 +54,8 @@ func.func @main(%x: {ty(shape, el)}) -> {ty(out, el)} {{
     ^bb0(%a: tensor<{el}>, %b: tensor<{el}>):
       %s = {BINOPS[kind]} %a, %b : tensor<{el}>
       stablehlo.return %s : tensor<{el}>
-  }}) {{dimensions = array<i64: {", ".join(map(str, dims))}>}} : ({ty(shape, el)}, tensor<{el}>) -> {ty(out, el)}
+  }}) {{dimensions = array<i64: {", ".join(map(str, dims))}>}}
+     : ({ty(shape, el)}, tensor<{el}>) -> {ty(out, el)}
   func.return %r : {ty(out, el)}
 }}"""
 

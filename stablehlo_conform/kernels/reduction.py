@@ -4,17 +4,21 @@ See spec.md#reduce, spec.md#reduce_window, spec.md#select_and_scatter.
 
 Bodies are evaluated on whole arrays of lanes (every op of such a body is
 element-wise on rank-0 values). Plain ``add``/``multiply``/``maximum``/
-``minimum``/``and``/``or``/``xor`` bodies take a NumPy ``ufunc.reduce`` fast
-path; every other body goes through the general path:
+``minimum``/``and``/``or``/``xor`` bodies (recognised from the body's ops and
+operand wiring) take a NumPy fast path; every other body goes through the
+general path. Both compute the same schedule:
 
-- ``reduce``: a pairwise tree fold along the reduced axes that keeps the
-  operands in index order (valid for any associative body), then
+- ``reduce``: fast path ``init (op) ufunc.reduce(x)``, with f16/bf16/f8
+  accumulated in f32 and rounded once and integers computed in 64 bits and
+  wrapped; general path a pairwise tree fold along the reduced axes that
+  keeps the operands in index order (valid for any associative body), then
   ``body(init, tree)``.
 - ``reduce_window``: a sequential fold over the window positions in row-major
-  order starting from the init value (the schedule XLA uses).
-
-Low-precision floats (f16, bf16, f8, ...) are accumulated in f32 on the fast
-path and rounded once into the result type.
+  order starting from the init value, ``acc = body(acc, x)``, rounding into
+  the element type after every step (the schedule XLA uses on CPU).
+- ``select_and_scatter``: a sequential select over the window positions
+  (padding is never selected), then the scatter body folds the source values
+  into each selected position in source order (``np.ufunc.at`` fast path).
 """
 
 from __future__ import annotations
