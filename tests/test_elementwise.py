@@ -459,3 +459,13 @@ def test_quantized_add_is_dequantize_op_quantize():
     op = _QStubOp(_q(0.5, -20), [_q(0.1, -30), _q(0.5, -20)])
     (r,) = add(op, np.array([-20, -10], np.int8), np.array([-14, -12], np.int8))
     same(r, np.array([-12, -8], np.int8))
+
+
+def test_chlo_asin_acos_kernel_identities():
+    z = np.array([0.5 + 0j, 2.0 + 0j, 0.3 + 0.7j, -1.5 - 2.0j, 1e-8 + 3.0j], np.complex128)
+    w = run_op("chlo._asin_acos_kernel", z)
+    # w = sqrt(a^2 - x^2) + i acosh(a): for real |x| <= 1, a = 1; for x = 2, a = 2
+    assert w[0] == pytest.approx(math.sqrt(0.75)) and w[1].real == 0.0
+    assert w[1].imag == pytest.approx(math.acosh(2.0))
+    asin = np.arctan2(z.real, w.real) + 1j * np.sign(z.imag) * w.imag
+    np.testing.assert_allclose(asin[2:], np.arcsin(z[2:]), rtol=1e-14)

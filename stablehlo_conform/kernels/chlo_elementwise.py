@@ -125,6 +125,37 @@ polygamma = _chlo_binary("chlo.polygamma", _polygamma)
 zeta = _chlo_binary("chlo.zeta", _zeta)
 
 
+def _asin_acos_kernel(w):
+    """``sqrt(a^2 - x^2) + i log(a + sqrt(a^2 - 1))`` with ``x = |re z|``,
+    ``y = |im z|``, ``a = (hypot(x + 1, y) + hypot(x - 1, y)) / 2``.
+
+    The real part is ``sqrt(a - x) sqrt(a + x)`` with ``a - x`` formed without
+    cancellation (``hypot(p, y) - p = y^2 / (hypot(p, y) + p)``); the
+    imaginary part is ``im asin(x + iy)`` from NumPy's complex ``arcsin``
+    (``asin(x + iy) = asin(x / a) + i log(a + sqrt(a^2 - 1))``).
+    """
+    w = np.asarray(w).astype(np.complex128)
+    x, y = np.abs(w.real), np.abs(w.imag)
+    h1 = np.hypot(x + 1.0, y)
+    h2 = np.hypot(x - 1.0, y)
+    a = (h1 + h2) * 0.5
+    d1 = np.where(y == 0, 0.0, y * (y / (h1 + x + 1.0)))  # h1 - (x + 1)
+    d2 = np.where(y == 0, 0.0, y * (y / (h2 + np.abs(x - 1.0))))  # h2 - |x - 1|
+    a_minus_x = (d1 + d2) * 0.5 + np.maximum(1.0 - x, 0.0)
+    s = np.arcsin(x + 1j * y)
+    r = np.empty(w.shape, dtype=np.complex128)
+    r.real = np.where(np.isinf(a), np.inf, np.sqrt(a_minus_x) * np.sqrt(a + x))
+    r.imag = s.imag
+    return r
+
+
+@E.unary("chlo._asin_acos_kernel")
+def asin_acos_kernel(dt, x):
+    """``chlo._asin_acos_kernel``: if ``w = kernel(z)`` then
+    ``asin(z) = complex(atan2(re z, re w), sign(im z) * im w)``."""
+    return E.float_fn(_asin_acos_kernel, dt, x)
+
+
 @E.unary("chlo.conj")
 def conj(dt, x):
     x = np.asarray(x)
