@@ -197,3 +197,28 @@ def test_testdata_family(pattern):
                 eng.call(f.name, ())
                 bad = [m for ok, m, _ in eng.checks if not ok]
                 assert not bad, f"{path.name}::{f.name}: {bad}"
+
+
+def test_every_pair_of_element_types_converts_without_warnings():
+    import warnings
+
+    from stablehlo_conform import types as T
+
+    names = [n for n in T.known_element_names() if n != "index"]
+    base = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.5, 7.0, 100.0, -100.0, 1e10, np.inf, -np.inf, np.nan])
+    for s in names:
+        src = T.ElementType(s)
+        with np.errstate(all="ignore"):
+            x = (base + 1j * base[::-1]).astype(src.dtype) if src.kind == "complex" else convert_values(base, src.dtype)
+        for d in names:
+            dst = T.ElementType(d)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                r = convert_values(x, dst.dtype)
+            assert r.dtype == dst.dtype and r.shape == x.shape, (s, d)
+            if src.kind in ("int", "uint") and dst.kind in ("int", "uint", "float") and dst.bits >= 8 \
+                    and d != "f8E8M0FNU":
+                # small integers are exact in every integer and float type of 8+ bits
+                # (f8E8M0FNU holds powers of two only)
+                small = (x.astype(np.int64) >= 0) & (x.astype(np.int64) <= 7)
+                assert (r[small].astype(np.float64) == x[small].astype(np.float64)).all(), (s, d)
