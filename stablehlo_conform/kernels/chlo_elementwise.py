@@ -43,7 +43,9 @@ from ._numeric import (
     wide,
     wrap_i64,
 )
+from . import bitwise as B
 from . import elementwise as E
+from . import float_math as M
 from .comparison import compare_values, enum_value
 from .registry import kernel
 
@@ -282,23 +284,23 @@ def broadcast_operands(op, *xs):
 
 _BROADCAST = {
     "chlo.broadcast_add": E.add,
-    "chlo.broadcast_and": E.and_,
-    "chlo.broadcast_atan2": E.atan2,
+    "chlo.broadcast_and": B.and_,
+    "chlo.broadcast_atan2": M.atan2,
     "chlo.broadcast_complex": E.complex_,
     "chlo.broadcast_divide": E.divide,
     "chlo.broadcast_maximum": E.maximum,
     "chlo.broadcast_minimum": E.minimum,
     "chlo.broadcast_multiply": E.multiply,
     "chlo.broadcast_next_after": next_after,
-    "chlo.broadcast_or": E.or_,
+    "chlo.broadcast_or": B.or_,
     "chlo.broadcast_polygamma": polygamma,
     "chlo.broadcast_power": E.power,
     "chlo.broadcast_remainder": E.remainder,
-    "chlo.broadcast_shift_left": E.shift_left,
-    "chlo.broadcast_shift_right_arithmetic": E.shift_right_arithmetic,
-    "chlo.broadcast_shift_right_logical": E.shift_right_logical,
+    "chlo.broadcast_shift_left": B.shift_left,
+    "chlo.broadcast_shift_right_arithmetic": B.shift_right_arithmetic,
+    "chlo.broadcast_shift_right_logical": B.shift_right_logical,
     "chlo.broadcast_subtract": E.subtract,
-    "chlo.broadcast_xor": E.xor,
+    "chlo.broadcast_xor": B.xor,
     "chlo.broadcast_zeta": zeta,
     "chlo.broadcast_igamma": igamma,
     "chlo.broadcast_igammac": igammac,

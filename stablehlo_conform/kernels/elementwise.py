@@ -1,12 +1,9 @@
-"""Element-wise arithmetic, logic and math ops of StableHLO.
+"""Element-wise arithmetic of StableHLO, and the shared element-wise machinery.
 
-See spec.md#abs, #add, #and, #atan2, #cbrt, #ceil, #clamp, #complex, #cosine,
-#count_leading_zeros, #divide, #exponential, #exponential_minus_one, #floor,
-#imag, #is_finite, #log, #log_plus_one, #logistic, #maximum, #minimum,
-#multiply, #negate, #not, #or, #popcnt, #power, #real, #remainder,
-#round_nearest_afz, #round_nearest_even, #rsqrt, #select, #shift_left,
-#shift_right_arithmetic, #shift_right_logical, #sign, #sine, #sqrt,
-#subtract, #tan, #tanh, #xor. ``compare`` lives in :mod:`.compare_ops`.
+See spec.md#abs, #add, #clamp, #complex, #divide, #imag, #maximum, #minimum,
+#multiply, #negate, #power, #real, #remainder, #select, #subtract. Bitwise
+ops live in :mod:`.bitwise`, float math in :mod:`.float_math`, ``compare``
+in :mod:`.comparison`, conversions in :mod:`.conversion`.
 
 Implementation-defined cases (the spec leaves them open; these follow XLA):
 
@@ -14,10 +11,6 @@ Implementation-defined cases (the spec leaves them open; these follow XLA):
   unsigned types); ``INT_MIN / -1`` gives ``INT_MIN``.
 - Integer ``remainder`` by zero gives the dividend; ``INT_MIN % -1`` gives 0.
   The remainder takes the sign of the dividend (C ``fmod`` semantics).
-- Shift amounts outside ``[0, bit width)`` give 0 for ``shift_left`` and
-  ``shift_right_logical`` and the sign fill (0 or -1) for
-  ``shift_right_arithmetic``. Unsigned operands of ``shift_right_arithmetic``
-  are shifted as their two's-complement bit pattern (top bit filled).
 - Integer ``power`` with a negative exponent gives 0, except for bases 1
   (result 1) and -1 (result +-1 by the exponent's parity).
 - Integer ``power`` is exact modulo 2^N for every exponent (square and
@@ -26,14 +19,14 @@ Implementation-defined cases (the spec leaves them open; these follow XLA):
   including the sub-byte types i2/i4/ui2/ui4.
 
 Floats narrower than ``f64`` are computed in ``f64`` (complex in
-``complex128``) and rounded once into the result type. Complex branch cuts
-are NumPy's. Quantized operands follow ``dequantize_op_quantize``.
+``complex128``) and rounded once into the result type. Complex division keeps
+infinities (C99 Annex G) and is rounded once for ``complex128`` (extended
+precision). Quantized operands follow ``dequantize_op_quantize``.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.special as sc
 
 from .. import types as T
 from ._numeric import (
@@ -44,8 +37,6 @@ from ._numeric import (
     out,
     round_to,
     to_i64,
-    unsigned_pattern,
-    from_unsigned_pattern,
     int_limits,
     wide,
     wrap_i64,
@@ -452,221 +443,6 @@ def clamp(op, lo, x, hi):
         return minimum(dt, maximum(dt, x_, lo_), hi_)
 
     return apply(op, f, (lo, x, hi))
-
-
-# --------------------------------------------------------------------------- #
-# logic and bits
-# --------------------------------------------------------------------------- #
-
-def _logic(f_bool, f_int):
-    def g(dt, *xs):
-        if _kind(xs[0]) == "bool":
-            return f_bool(*xs)
-        return int_fn(f_int, dt, *xs)
-
-    return g
-
-
-and_ = binary("stablehlo.and")(_logic(np.logical_and, np.bitwise_and))
-or_ = binary("stablehlo.or")(_logic(np.logical_or, np.bitwise_or))
-xor = binary("stablehlo.xor")(_logic(np.logical_xor, np.bitwise_xor))
-not_ = unary("stablehlo.not")(_logic(np.logical_not, np.invert))
-
-
-@unary("stablehlo.popcnt")
-def popcnt(dt, x):
-    u = unsigned_pattern(x)
-    return np.bitwise_count(u).astype(np.int64).astype(dt)
-
-
-def clz_values(x) -> np.ndarray:
-    """Leading zeros of the bit pattern at the type's own width."""
-    x = np.asarray(x)
-    b = bits_of(x.dtype)
-    u = unsigned_pattern(x)
-    n = np.zeros(u.shape, dtype=np.int64)
-    # bit length by binary search over the 64-bit container
-    length = np.zeros(u.shape, dtype=np.int64)
-    v = u.copy()
-    for s in (32, 16, 8, 4, 2, 1):
-        big = v >= (np.uint64(1) << np.uint64(s))
-        length = np.where(big, length + s, length)
-        v = np.where(big, v >> np.uint64(s), v)
-    length = np.where(u != 0, length + 1, 0)
-    n = b - length
-    return n
-
-
-@unary("stablehlo.count_leading_zeros")
-def count_leading_zeros(dt, x):
-    return wrap_i64(clz_values(x), dt)
-
-
-def _shift(kind: str):
-    def f(dt, a, s):
-        dt = np.dtype(dt)
-        b = bits_of(dt)
-        a, s = np.broadcast_arrays(np.asarray(a), np.asarray(s))
-        amount = to_i64(s)
-        if not is_signed(s.dtype) and s.dtype == np.dtype(np.uint64):
-            amount = np.where(s.astype(np.uint64) >= np.uint64(b), b, amount)
-        bad = (amount < 0) | (amount >= b)
-        sh = np.where(bad, 0, amount).astype(np.uint64)
-        u = unsigned_pattern(a)
-        mask = np.uint64((1 << b) - 1) if b < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
-        top = np.uint64(1 << (b - 1))
-        with np.errstate(all="ignore"):
-            if kind == "left":
-                r = (u << sh) & mask
-                r = np.where(bad, np.uint64(0), r)
-            elif kind == "logical":
-                r = u >> sh
-                r = np.where(bad, np.uint64(0), r)
-            else:
-                negative = (u & top) != 0
-                r = u >> sh
-                top_bits = (mask << (np.uint64(b) - sh).astype(np.uint64)) & mask
-                fill = np.where(negative, top_bits, np.uint64(0))
-                fill = np.where(sh == 0, np.uint64(0), fill)
-                r = r | fill
-                r = np.where(bad, np.where(negative, mask, np.uint64(0)), r)
-        return from_unsigned_pattern(r, dt)
-
-    return f
-
-
-shift_left = binary("stablehlo.shift_left")(_shift("left"))
-shift_right_logical = binary("stablehlo.shift_right_logical")(_shift("logical"))
-shift_right_arithmetic = binary("stablehlo.shift_right_arithmetic")(_shift("arithmetic"))
-
-
-# --------------------------------------------------------------------------- #
-# rounding and classification
-# --------------------------------------------------------------------------- #
-
-@unary("stablehlo.ceil")
-def ceil(dt, x):
-    return exact_float_fn(np.ceil, dt, x)
-
-
-@unary("stablehlo.floor")
-def floor(dt, x):
-    return exact_float_fn(np.floor, dt, x)
-
-
-@unary("stablehlo.round_nearest_even")
-def round_nearest_even(dt, x):
-    return exact_float_fn(np.rint, dt, x)
-
-
-def _afz(w):
-    t = np.trunc(w)
-    frac = np.abs(w - t)
-    return np.where(frac >= 0.5, t + np.sign(w), t)
-
-
-@unary("stablehlo.round_nearest_afz")
-def round_nearest_afz(dt, x):
-    """Ties away from zero: ``trunc(x) + sign(x)`` when ``|x - trunc(x)| >= 0.5``."""
-    return float_fn(_afz, dt, x)
-
-
-@unary("stablehlo.is_finite")
-def is_finite(dt, x):
-    return np.isfinite(wide(x))
-
-
-def _sign(w):
-    return np.where(np.isnan(w) | (w == 0), w, np.sign(w))
-
-
-def complex_sign(x, dt):
-    """``divide(x, convert(abs(x), type(x)))``: the modulus is rounded to the
-    element type first, then the division is rounded once."""
-    x = np.asarray(x)
-    comp = np.float32 if np.dtype(dt) == np.dtype(np.complex64) else np.float64
-    w = x.astype(np.complex128)
-    mag = np.abs(w).astype(comp).astype(np.float64)
-    nan = np.isnan(w.real) | np.isnan(w.imag)
-    safe = np.where(mag == 0, 1.0, mag)
-    r = np.empty(w.shape, dtype=np.complex128)
-    with np.errstate(all="ignore"):
-        r.real = np.where(mag == 0, 0.0, w.real / safe)
-        r.imag = np.where(mag == 0, 0.0, w.imag / safe)
-    r = np.where(nan, complex(np.nan, np.nan), r)
-    return r.astype(dt)
-
-
-@unary("stablehlo.sign")
-def sign(dt, x):
-    k = _kind(x)
-    if k in ("int", "uint"):
-        return int_fn(np.sign, dt, x)
-    if k == "complex":
-        return complex_sign(x, dt)
-    return float_fn(_sign, dt, x)
-
-
-# --------------------------------------------------------------------------- #
-# transcendental functions
-# --------------------------------------------------------------------------- #
-
-def _transcendental(name, f):
-    def g(dt, x):
-        return float_fn(f, dt, x)
-
-    g.__name__ = name.split(".")[-1]
-    return unary(name)(g)
-
-
-def _logistic(w):
-    if np.iscomplexobj(w):
-        return 1.0 / (1.0 + np.exp(-w))
-    return sc.expit(w)
-
-
-def _rsqrt(w):
-    if w.dtype == np.dtype(np.float64) and np.finfo(np.longdouble).nmant > 52:
-        # one rounding into f64 (the f64 quotient of a rounded root can be 1 ULP off)
-        return (1.0 / np.sqrt(w.astype(np.longdouble))).astype(np.float64)
-    return 1.0 / np.sqrt(w)
-
-
-def _cbrt(w):
-    if np.iscomplexobj(w):
-        return np.power(w, 1.0 / 3.0)
-    return np.cbrt(w)
-
-
-cosine = _transcendental("stablehlo.cosine", np.cos)
-sine = _transcendental("stablehlo.sine", np.sin)
-tan = _transcendental("stablehlo.tan", np.tan)
-tanh = _transcendental("stablehlo.tanh", np.tanh)
-exponential = _transcendental("stablehlo.exponential", np.exp)
-exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", np.expm1)
-log = _transcendental("stablehlo.log", np.log)
-log_plus_one = _transcendental("stablehlo.log_plus_one", np.log1p)
-logistic = _transcendental("stablehlo.logistic", _logistic)
-rsqrt = _transcendental("stablehlo.rsqrt", _rsqrt)
-cbrt = _transcendental("stablehlo.cbrt", _cbrt)
-
-
-@unary("stablehlo.sqrt")
-def sqrt(dt, x):
-    return exact_float_fn(np.sqrt, dt, x)
-
-
-def _atan2(y, x):
-    if np.iscomplexobj(y) or np.iscomplexobj(x):
-        y = y.astype(np.complex128)
-        x = x.astype(np.complex128)
-        return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
-    return np.arctan2(y, x)
-
-
-@binary("stablehlo.atan2")
-def atan2(dt, y, x):
-    return float_fn(_atan2, dt, y, x)
 
 
 # --------------------------------------------------------------------------- #

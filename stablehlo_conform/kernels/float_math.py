@@ -1,0 +1,147 @@
+"""Element-wise float math: rounding, classification, sign and the
+transcendental functions.
+
+See spec.md#ceil, #floor, #round_nearest_afz, #round_nearest_even,
+#is_finite, #sign, #cosine, #sine, #tan, #tanh, #exponential,
+#exponential_minus_one, #log, #log_plus_one, #logistic, #rsqrt, #cbrt,
+#sqrt, #atan2.
+
+Floats narrower than ``f64`` are computed in ``f64`` (complex in
+``complex128``) and rounded once into the result type; ``f64`` ``rsqrt``
+uses extended precision so the result is rounded once. ``round_nearest_afz``
+breaks ties away from zero. ``sign`` keeps signed zeros and NaN; on complex
+numbers it is ``x / convert(abs(x), type(x))`` with the modulus rounded to
+the element type first. Complex branch cuts are NumPy's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sc
+
+from ._numeric import wide
+from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
+
+@unary("stablehlo.ceil")
+def ceil(dt, x):
+    return exact_float_fn(np.ceil, dt, x)
+
+
+@unary("stablehlo.floor")
+def floor(dt, x):
+    return exact_float_fn(np.floor, dt, x)
+
+
+@unary("stablehlo.round_nearest_even")
+def round_nearest_even(dt, x):
+    return exact_float_fn(np.rint, dt, x)
+
+
+def _afz(w):
+    t = np.trunc(w)
+    frac = np.abs(w - t)
+    return np.where(frac >= 0.5, t + np.sign(w), t)
+
+
+@unary("stablehlo.round_nearest_afz")
+def round_nearest_afz(dt, x):
+    """Ties away from zero: ``trunc(x) + sign(x)`` when ``|x - trunc(x)| >= 0.5``."""
+    return float_fn(_afz, dt, x)
+
+
+@unary("stablehlo.is_finite")
+def is_finite(dt, x):
+    return np.isfinite(wide(x))
+
+
+def _sign(w):
+    return np.where(np.isnan(w) | (w == 0), w, np.sign(w))
+
+
+def complex_sign(x, dt):
+    """``divide(x, convert(abs(x), type(x)))``: the modulus is rounded to the
+    element type first, then the division is rounded once."""
+    x = np.asarray(x)
+    comp = np.float32 if np.dtype(dt) == np.dtype(np.complex64) else np.float64
+    w = x.astype(np.complex128)
+    mag = np.abs(w).astype(comp).astype(np.float64)
+    nan = np.isnan(w.real) | np.isnan(w.imag)
+    safe = np.where(mag == 0, 1.0, mag)
+    r = np.empty(w.shape, dtype=np.complex128)
+    with np.errstate(all="ignore"):
+        r.real = np.where(mag == 0, 0.0, w.real / safe)
+        r.imag = np.where(mag == 0, 0.0, w.imag / safe)
+    r = np.where(nan, complex(np.nan, np.nan), r)
+    return r.astype(dt)
+
+
+@unary("stablehlo.sign")
+def sign(dt, x):
+    k = _kind(x)
+    if k in ("int", "uint"):
+        return int_fn(np.sign, dt, x)
+    if k == "complex":
+        return complex_sign(x, dt)
+    return float_fn(_sign, dt, x)
+
+
+# --------------------------------------------------------------------------- #
+# transcendental functions
+# --------------------------------------------------------------------------- #
+
+def _transcendental(name, f):
+    def g(dt, x):
+        return float_fn(f, dt, x)
+
+    g.__name__ = name.split(".")[-1]
+    return unary(name)(g)
+
+
+def _logistic(w):
+    if np.iscomplexobj(w):
+        return 1.0 / (1.0 + np.exp(-w))
+    return sc.expit(w)
+
+
+def _rsqrt(w):
+    if w.dtype == np.dtype(np.float64) and np.finfo(np.longdouble).nmant > 52:
+        # one rounding into f64 (the f64 quotient of a rounded root can be 1 ULP off)
+        return (1.0 / np.sqrt(w.astype(np.longdouble))).astype(np.float64)
+    return 1.0 / np.sqrt(w)
+
+
+def _cbrt(w):
+    if np.iscomplexobj(w):
+        return np.power(w, 1.0 / 3.0)
+    return np.cbrt(w)
+
+
+cosine = _transcendental("stablehlo.cosine", np.cos)
+sine = _transcendental("stablehlo.sine", np.sin)
+tan = _transcendental("stablehlo.tan", np.tan)
+tanh = _transcendental("stablehlo.tanh", np.tanh)
+exponential = _transcendental("stablehlo.exponential", np.exp)
+exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", np.expm1)
+log = _transcendental("stablehlo.log", np.log)
+log_plus_one = _transcendental("stablehlo.log_plus_one", np.log1p)
+logistic = _transcendental("stablehlo.logistic", _logistic)
+rsqrt = _transcendental("stablehlo.rsqrt", _rsqrt)
+cbrt = _transcendental("stablehlo.cbrt", _cbrt)
+
+
+@unary("stablehlo.sqrt")
+def sqrt(dt, x):
+    return exact_float_fn(np.sqrt, dt, x)
+
+
+def _atan2(y, x):
+    if np.iscomplexobj(y) or np.iscomplexobj(x):
+        y = y.astype(np.complex128)
+        x = x.astype(np.complex128)
+        return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
+    return np.arctan2(y, x)
+
+
+@binary("stablehlo.atan2")
+def atan2(dt, y, x):
+    return float_fn(_atan2, dt, y, x)
