@@ -115,15 +115,18 @@ def is_float_dtype(dt: np.dtype) -> bool:
 
 def _almost_equal(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
     """Element-wise closeness with an absolute tolerance, as the official
-    ``check.expect_almost_eq``: equal values (incl. both NaN) match;
-    an infinity matches only itself; otherwise the signs must agree and
-    ``|a - b| <= tol``."""
+    ``check.expect_almost_eq``: equal values (incl. both NaN) match; an
+    infinity matches only itself; otherwise ``|a - b| <= tol`` and, when both
+    are non-zero, the signs agree. (The official check also rejects a tiny
+    negative value against an expected +0.0, which only its asymmetric
+    treatment of zero does; here a zero matches either sign.)"""
     a = np.asarray(a).astype(np.float64)
     b = np.asarray(b).astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         equal = (a == b) | (np.isnan(a) & np.isnan(b))
         finite = np.isfinite(a) & np.isfinite(b)
-        close = finite & (np.signbit(a) == np.signbit(b)) & (np.abs(a - b) <= tol)
+        same_sign = (np.signbit(a) == np.signbit(b)) | (a == 0) | (b == 0)
+        close = finite & same_sign & (np.abs(a - b) <= tol)
     return equal | close
 
 

@@ -30,6 +30,7 @@ def test_almost_eq_is_absolute_and_sign_aware():
     assert compare(a, np.array([1.0, 2.0, 1e-5, np.inf]), atol=1e-4) is None
     m = compare(np.array([5e-5]), np.array([-5e-5]), atol=1e-4)
     assert m is not None  # within 1e-4 but of opposite sign
+    assert compare(np.array([-4.37e-8]), np.array([0.0]), atol=1e-4) is None  # zero matches either sign
     m = compare(np.array([2374.0001], np.float32), np.array([2374.0005], np.float32), atol=1e-4)
     assert m is not None and m.index == (0,)
 
