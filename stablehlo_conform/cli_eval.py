@@ -56,7 +56,8 @@ def _inputs(func, inputs_path, use_random: bool, seed: int, required: bool = Tru
         _fail(str(e))
     if required:
         types = ", ".join(str(t) for t in func.param_types)
-        _fail(f"@{func.name} takes {len(func.param_types)} arguments ({types}): give --inputs FILE.npz or --random")
+        _fail(f"@{func.name} takes {len(func.param_types)} arguments ({types}): "
+              "give --inputs FILE.npz or --random")
     return None
 
 
@@ -74,13 +75,12 @@ class _Opts:
 def _format_array(name: str, ttype, a) -> str:
     import numpy as np
 
+    from .compare import is_float_dtype
+
     a = np.asarray(a)
-    if a.dtype.kind == "V" or a.dtype.name in ("bfloat16",) or a.dtype.name.startswith(("float8", "float4", "float6", "int4", "uint4", "int2", "uint2")):
-        shown = np.array2string(a.astype(np.float64 if a.dtype.kind != "i" else np.int64), threshold=200,
-                                max_line_width=100)
-    else:
-        shown = np.array2string(a, threshold=200, max_line_width=100)
-    return f"{name}: {ttype} =\n{shown}"
+    if a.dtype.kind == "V":  # ml_dtypes (bf16, f8, int4, ...): print their values
+        a = a.astype(np.float64 if is_float_dtype(a.dtype) else np.int64)
+    return f"{name}: {ttype} =\n{np.array2string(a, threshold=200, max_line_width=100)}"
 
 
 @click.command("eval")

@@ -125,7 +125,8 @@ func.func @main(%a: tensor<2xi32>) -> tensor<2xi32> {
     assert "SIGABRT" in msg and "Unsupported op" in msg and info.value.status == "crash"
     # the next call starts a fresh child
     ok = load("func.func @main(%a: tensor<2xi32>) -> tensor<2xi32> {\n return %a : tensor<2xi32>\n}")[0]
-    assert be.run_function(ok, "main", [np.array([3, 4], np.int32)], Options(timeout=60))[0].tolist() == [3, 4]
+    out = be.run_function(ok, "main", [np.array([3, 4], np.int32)], Options(timeout=60))
+    assert out[0].tolist() == [3, 4]
 
 
 def test_f6_and_dynamic_types_are_unsupported():
@@ -135,7 +136,8 @@ def test_f6_and_dynamic_types_are_unsupported():
         wire_for(T.TensorType((2,), T.element_type("f6E2M3FN")), None, "xla")
     mod = load("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {\n return %a : tensor<?xf32>\n}")[0]
     with pytest.raises(UnsupportedOp, match="dynamically shaped"):
-        get_backend("xla").run_function(mod, "main", [np.zeros(3, np.float32)], Options(extra={"isolate": False}))
+        get_backend("xla").run_function(mod, "main", [np.zeros(3, np.float32)],
+                                        Options(extra={"isolate": False}))
 
 
 def test_iree_reports_unavailable_cleanly():

@@ -33,7 +33,8 @@ def mlp(x, w1, b1, w2):
 def cnn(x, k):
     y = jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
     y = jax.nn.relu(y)
-    return jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID").mean(axis=(1, 2))
+    y = jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    return y.mean(axis=(1, 2))
 
 
 def attention(q, k, v):

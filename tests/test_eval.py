@@ -38,7 +38,8 @@ def fori(x):
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("eval")
     rng = np.random.default_rng(0)
-    mlp_args = [(rng.standard_normal(s) / np.sqrt(s[0])).astype(F32) for s in [(64, 256), (256, 256), (256,), (256, 10)]]
+    shapes = [(64, 256), (256, 256), (256,), (256, 10)]
+    mlp_args = [(rng.standard_normal(s) / np.sqrt(s[0])).astype(F32) for s in shapes]
     (d / "mlp.mlir").write_text(jax.jit(mlp).lower(*mlp_args).as_text())
     save_npz(d / "mlp_in.npz", {f"arg{i}": a for i, a in enumerate(mlp_args)})
     x = rng.standard_normal((5,)).astype(F32)
@@ -92,7 +93,8 @@ def test_wrong_inputs_name_the_argument(files, tmp_path):
     bad["arg1"] = args[1][:10]
     save_npz(tmp_path / "shape.npz", bad)
     r = conform("eval", d / "mlp.mlir", "--inputs", tmp_path / "shape.npz")
-    assert r.returncode == 2 and "arg1 of @main: shape [10, 256] does not match tensor<256x256xf32>" in r.stderr
+    assert r.returncode == 2
+    assert "arg1 of @main: shape [10, 256] does not match tensor<256x256xf32>" in r.stderr
     del bad["arg3"]
     save_npz(tmp_path / "missing.npz", bad)
     r = conform("eval", d / "mlp.mlir", "--inputs", tmp_path / "missing.npz")

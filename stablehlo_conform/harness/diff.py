@@ -57,37 +57,45 @@ def norm_tolerance(expected: np.ndarray, budget: int) -> float:
 
 def compare_values(a: Any, b: Any, ttype=None) -> dict[str, Any]:
     """Compare two results: ``status`` ok/mismatch, ``max_ulp``, ``max_abs``,
-    ``message`` (first differing index and values). Floats agree element by
-    element within the type's ULP budget or within :func:`norm_tolerance`."""
+    ``message`` (first differing index and values). Integers and booleans
+    must be equal; floats agree element by element within the type's ULP
+    budget or within :func:`norm_tolerance` (NaN equals NaN, infinities
+    only themselves); complex numbers per component."""
     a = np.asarray(a)
     b = np.asarray(b)
     out: dict[str, Any] = {"status": "ok", "max_ulp": None, "max_abs": None, "message": ""}
     if a.shape != b.shape or a.dtype != b.dtype:
         out.update(status="mismatch", message=f"{a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}")
         return out
-    floaty = is_float_dtype(a.dtype)
-    if floaty and a.size:
-        d = ulp_distance(a, b)
-        finite = d[d != np.iinfo(np.uint64).max]
-        out["max_ulp"] = int(finite.max()) if finite.size else 0
-        if finite.size != d.size:
-            out["max_ulp"] = "inf"
-        with np.errstate(invalid="ignore", over="ignore"):
-            diff = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
-        diff = diff[np.isfinite(diff)]
-        out["max_abs"] = float(diff.max()) if diff.size else 0.0
-    elif a.size and a.dtype.kind in "iu":
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        out["max_abs"] = float(diff.max())
-    budget = ulp_budget(ttype.element) if ttype is not None and isinstance(ttype, T.TensorType) else (
-        ulp_budget(T.name_of_dtype(a.dtype)) if floaty else 0)
-    m = compare(a, b, max_ulp=budget if floaty else 0)
-    if m is not None and floaty:
-        atol = norm_tolerance(b, budget)
-        if atol:
-            m = compare(a, b, max_ulp=budget, atol=atol)
-    if m is not None:
-        out.update(status="mismatch", message=m.describe())
+    if not is_float_dtype(a.dtype):
+        m = compare(a, b, max_ulp=0)
+        if a.size and a.dtype.kind in "iu":
+            out["max_abs"] = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max())
+        if m is not None:
+            out.update(status="mismatch", message=m.describe())
+        return out
+    if not a.size:
+        return out
+    el = ttype.element if isinstance(ttype, T.TensorType) else T.name_of_dtype(a.dtype)
+    budget = ulp_budget(el)
+    never = np.iinfo(np.uint64).max
+    ulp = ulp_distance(a, b)
+    finite_ulp = ulp[ulp != never]
+    out["max_ulp"] = "inf" if finite_ulp.size != ulp.size else int(finite_ulp.max())
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    with np.errstate(invalid="ignore", over="ignore"):
+        aw, bw = a.astype(wide), b.astype(wide)
+        diff = np.abs(aw - bw)
+        both_finite = np.isfinite(aw) & np.isfinite(bw)
+    shown = diff[both_finite]
+    out["max_abs"] = float(shown.max()) if shown.size else 0.0
+    ok = (ulp <= np.uint64(budget)) | (both_finite & (diff <= norm_tolerance(b, budget)))
+    if not ok.all():
+        idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+        u = ulp[idx]
+        out.update(status="mismatch", message=(
+            f"{int(np.count_nonzero(~ok))}/{a.size} elements differ; first at index {list(idx)}: "
+            f"{aw[idx]!r} vs {bw[idx]!r}" + (f" ({int(u)} ULP)" if u != never else "")))
     return out
 
 
@@ -137,7 +145,11 @@ def _safe_run(r: Runner, module, entry, args, opts) -> tuple[str, Any]:
 def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequence[np.ndarray],
                  opts: DiffOptions | None = None) -> dict[str, Any]:
     """Run ``entry`` on every backend and compare every result with the
-    first backend's. Returns a JSON-ready report (see module docstring)."""
+    first backend's. Returns a JSON-ready report: ``status`` is ``agree``,
+    ``disagree`` (some result differs) or ``incomplete`` (a backend did not
+    run, the others agree); ``outputs`` one comparison per result and
+    backend; ``ops`` per-op comparisons when localising; ``first_divergence``
+    the first op whose results differ or whose run crashed."""
     opts = opts or DiffOptions()
     runners = make_runners(backends)
     func = module.funcs[entry]
@@ -163,10 +175,12 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
                 c.update(index=i, type=str(ttype), backend=r.label, against=base)
                 report["outputs"].append(c)
                 agree &= c["status"] == "ok"
-    report["status"] = "agree" if agree else "disagree"
+    mismatch = any(o["status"] != "ok" for o in report["outputs"])
+    failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
+    report["status"] = "disagree" if mismatch else ("incomplete" if failed else "agree")
     if opts.localise == "always" or (opts.localise == "auto" and not agree):
         report["ops"] = localise(module, entry, args, runners, opts)
-        first = next((o for o in report["ops"] if o["status"] == "mismatch"), None)
+        first = next((o for o in report["ops"] if o["status"] in ("mismatch", "crash")), None)
         report["first_divergence"] = first
     return report
 
@@ -330,7 +344,11 @@ def format_report(report: dict[str, Any]) -> list[str]:
     if report.get("first_divergence"):
         fd = report["first_divergence"]
         lines.append(f"\nfirst diverging op: {fd['op']} at {fd['loc']}: {fd['message']}")
-    lines.append(f"\nresult: backends {report['status']}")
+    failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
+    if report["status"] == "incomplete":
+        lines.append(f"\nresult: {', '.join(failed)} did not run; the other backends agree")
+    else:
+        lines.append(f"\nresult: backends {report['status']}")
     return lines
 
 

@@ -257,7 +257,7 @@ def encode(w: Wire, a: np.ndarray) -> list[np.ndarray]:
     el = w.ttype.element
     if el.kind == "complex":
         dt = w.pieces[0].dtype
-        return [np.require(a.real.astype(dt), requirements="C"), np.require(a.imag.astype(dt), requirements="C")]
+        return [np.require(part.astype(dt), requirements="C") for part in (a.real, a.imag)]
     if w.name in _SMALL_INT:
         return [a.astype(w.pieces[0].dtype)]
     bits = T.to_bits(a).reshape(a.shape)
@@ -373,7 +373,8 @@ def check_ops(func: Func) -> list:
 def is_check(op) -> bool:
     if op.name.startswith("check."):
         return True
-    return op.name == "stablehlo.custom_call" and str(op.attrs.get("call_target_name", "")).startswith("check.")
+    target = str(op.attrs.get("call_target_name", ""))
+    return op.name == "stablehlo.custom_call" and target.startswith("check.")
 
 
 class NativeBackend(Backend):
@@ -459,7 +460,7 @@ class NativeBackend(Backend):
     def _test_run(self, module: Module, func: Func, opts: Any) -> tuple[list, list[list[np.ndarray]]]:
         checks = check_ops(func)
         top = set(map(id, checks))
-        for f in module.funcs.values():
+        for f in _reachable(module, func):
             for op in walk_ops(f.body):
                 if is_check(op) and id(op) not in top:
                     raise UnsupportedOp(self.name, f"check op outside the test function's body at {op.loc}")
@@ -502,6 +503,25 @@ def evaluate_checks(module: Module, checks: list, values: list[list[np.ndarray]]
             raise UnsupportedOp(op.name, loc=str(op.loc))
         fn(OpContext(op, eng), *vals)
     return eng.checks
+
+
+def _reachable(module: Module, func: Func) -> list[Func]:
+    """``func`` and every function it references (calls, symbol attributes)."""
+    from ...program import SymbolRef
+
+    seen: dict[str, Func] = {}
+    todo = [func]
+    while todo:
+        f = todo.pop()
+        if f.name in seen:
+            continue
+        seen[f.name] = f
+        for op in walk_ops(f.body):
+            for v in op.attrs.values():
+                for x in (v if isinstance(v, tuple) else (v,)):
+                    if isinstance(x, SymbolRef) and x.name in module.funcs:
+                        todo.append(module.funcs[x.name])
+    return list(seen.values())
 
 
 def check_outcome(checks: list) -> dict[str, Any]:
