@@ -15,28 +15,12 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.engine import Engine
-from stablehlo_conform.errors import UnsupportedOp
 from stablehlo_conform.kernels import indexing
-from stablehlo_conform.kernels.registry import load_all
 
 SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
 
 
-def run(text: str, *args):
-    (mod,) = frontend.load_text(text)
-    return call(Engine(mod), args)
-
-
-def call(engine: Engine, args):
-    try:
-        return engine.call("main", args)
-    except UnsupportedOp as e:
-        pytest.skip(f"needs a kernel outside this family: {e}")
-
-
-def one(text: str, *args):
-    (out,) = run(text, *args)
-    return out
+from kernel_util import assert_interpret_file_passes, one, run  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- gather
@@ -172,7 +156,7 @@ def test_scatter_region_path_matches_fast_path(monkeypatch, name, dtype):
     text = scatter_text(BODIES[name], dtype=dtype, n=n, rows=rows)
     (mod,) = frontend.load_text(text)
     op_name = "stablehlo." + name if name != "replace" else None
-    fast = call(Engine(mod), (x, i, u))[0]
+    fast = Engine(mod).call("main", (x, i, u))[0]
     seen = []
     real = indexing.scatter_body_kind
 
@@ -181,7 +165,7 @@ def test_scatter_region_path_matches_fast_path(monkeypatch, name, dtype):
         return None
 
     monkeypatch.setattr(indexing, "scatter_body_kind", spy)
-    slow = call(Engine(mod), (x, i, u))[0]
+    slow = Engine(mod).call("main", (x, i, u))[0]
     assert seen == [op_name or "replace"]
     np.testing.assert_array_equal(fast, slow)
 
@@ -240,19 +224,7 @@ INTERPRET = ["gather", "scatter", "dynamic_slice", "dynamic_update_slice", "dyna
 
 @pytest.mark.parametrize("name", INTERPRET)
 def test_interpret_suite(name):
-    path = SUITE / "interpret" / f"{name}.mlir"
-    if not path.exists():
-        pytest.skip("stablehlo-suite not present")
-    load_all()
-    for mod in frontend.load_file(path, split=True):
-        for f in mod.tests():
-            eng = Engine(mod)
-            try:
-                eng.call(f.name, ())
-            except UnsupportedOp as e:
-                pytest.skip(f"needs a kernel outside this family: {e}")
-            bad = [c for c in eng.checks if not c[0]]
-            assert eng.checks and not bad, (f.name, bad)
+    assert_interpret_file_passes(name)
 
 
 # ----------------------------------------------------------------------------- shape-polymorphic programs
@@ -293,7 +265,7 @@ def test_shape_polymorphic_programs_run(name):
             args.append(np.zeros(shape, t.dtype))  # in bounds for any index use
         else:
             args.append(rng.standard_normal(shape).astype(t.dtype))
-    outs = call(Engine(mod), args)
+    outs = Engine(mod).call("main", args)
     for out, ty in zip(outs, f.result_types):
         assert len(np.shape(out)) == len(ty.shape)
         assert all(d is None or d == s for d, s in zip(ty.shape, np.shape(out)))

@@ -15,30 +15,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from stablehlo_conform import frontend
-from stablehlo_conform.engine import Engine
-from stablehlo_conform.errors import UnsupportedOp
 from stablehlo_conform.kernels import sorting
-from stablehlo_conform.kernels.registry import load_all
 
 SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
 
 
-def run(text: str, *args):
-    (mod,) = frontend.load_text(text)
-    return call(Engine(mod), args)
-
-
-def call(engine: Engine, args):
-    try:
-        return engine.call("main", args)
-    except UnsupportedOp as e:
-        pytest.skip(f"needs a kernel outside this family: {e}")
-
-
-def one(text: str, *args):
-    (out,) = run(text, *args)
-    return out
+from kernel_util import assert_interpret_file_passes, one, run  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- static shape ops
@@ -275,19 +257,7 @@ INTERPRET = ["broadcast_in_dim", "concatenate", "composite", "dynamic_broadcast_
 
 @pytest.mark.parametrize("name", INTERPRET)
 def test_interpret_suite(name):
-    path = SUITE / "interpret" / f"{name}.mlir"
-    if not path.exists():
-        pytest.skip("stablehlo-suite not present")
-    load_all()
-    for mod in frontend.load_file(path, split=True):
-        for f in mod.tests():
-            eng = Engine(mod)
-            try:
-                eng.call(f.name, ())
-            except UnsupportedOp as e:
-                pytest.skip(f"needs a kernel outside this family: {e}")
-            bad = [c for c in eng.checks if not c[0]]
-            assert eng.checks and not bad, (f.name, bad)
+    assert_interpret_file_passes(name)
 
 
 def test_quantized_iota_quantizes_each_index():

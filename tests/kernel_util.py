@@ -1,0 +1,41 @@
+"""Shared helpers for kernel tests: run MLIR text, run official suite files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stablehlo_conform import frontend
+from stablehlo_conform.engine import Engine
+from stablehlo_conform.kernels.registry import load_all
+
+SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
+
+
+def run(text: str, *args, entry: str = "main", registry=None) -> tuple:
+    """Run ``entry`` of the module in ``text`` on the numpy engine."""
+    (mod,) = frontend.load_text(text)
+    return Engine(mod, registry).call(entry, args)
+
+
+def one(text: str, *args, **kw):
+    (out,) = run(text, *args, **kw)
+    return out
+
+
+def assert_interpret_file_passes(name: str) -> None:
+    """Every test of ``interpret/<name>.mlir`` runs and all its checks pass."""
+    path = SUITE / "interpret" / f"{name}.mlir"
+    if not path.exists():
+        pytest.skip("../shared/stablehlo-suite is absent")
+    load_all()
+    ran = 0
+    for mod in frontend.load_file(path, split=True):
+        for f in mod.tests():
+            eng = Engine(mod)
+            eng.call(f.name, ())
+            bad = [c for c in eng.checks if not c[0]]
+            assert eng.checks and not bad, (f.name, bad)
+            ran += 1
+    assert ran, f"no test found in {path}"
