@@ -79,6 +79,19 @@ def test_reduce_int_add_wraps():
     assert out.shape == () and int(out) == (270 + 128) % 256 - 128
 
 
+def test_reduce_short_bf16_sum_rounds_every_step_long_sum_accumulates_in_f32():
+    # up to 32 elements: sequential from init in bf16 (256 + 1 rounds back to 256)
+    x = np.ones(8, dtype=ml_dtypes.bfloat16)
+    x[0] = 256
+    out = one(reduce_text((8,), "bf16", (0,), "add", "0.0"), x)
+    assert float(out) == 256.0
+    # longer: f32 accumulation, rounded once
+    x = np.ones(64, dtype=ml_dtypes.bfloat16)
+    x[0] = 256
+    out = one(reduce_text((64,), "bf16", (0,), "add", "0.0"), x)
+    assert float(out) == 320.0
+
+
 def test_reduce_empty_dimension_gives_init():
     x = np.zeros((0, 3), np.float32)
     out = one(reduce_text((0, 3), "f32", (0,), "max", "-1.0"), x)
@@ -199,6 +212,14 @@ def test_reduce_window_cumsum_rounds_every_step_bf16():
     out = one(window_text((4,), "bf16", (4,), "add", "0.0", attrs), x)
     # 256 + 1 rounds back to 256 in bf16 (8 bits of precision) at every step
     assert out.astype(np.float32).tolist() == [256, 256, 256, 256]
+
+
+def test_reduce_window_padding_is_left_out_of_the_fold():
+    # init 1 (not an identity): padded positions do not add another 1
+    x = np.array([1, 2, 3], np.int32)
+    attrs = "window_dimensions = array<i64: 3>, padding = dense<[[2, 2]]> : tensor<1x2xi64>"
+    out = one(window_text((3,), "i32", (5,), "add", 1, attrs), x)
+    assert out.tolist() == [2, 4, 7, 6, 4]
 
 
 def test_reduce_window_empty_result():

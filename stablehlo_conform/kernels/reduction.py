@@ -8,14 +8,19 @@ element-wise on rank-0 values). Plain ``add``/``multiply``/``maximum``/
 operand wiring) take a NumPy fast path; every other body goes through the
 general path. Both compute the same schedule:
 
-- ``reduce``: fast path ``init (op) ufunc.reduce(x)``, with f16/bf16/f8
-  accumulated in f32 and rounded once and integers computed in 64 bits and
-  wrapped; general path a pairwise tree fold along the reduced axes that
-  keeps the operands in index order (valid for any associative body), then
-  ``body(init, tree)``.
+- ``reduce``: up to ``SEQUENTIAL_LIMIT`` (32) reduced elements, a sequential
+  fold from the init value rounding into the element type after every step
+  (XLA's CPU schedule for short reductions). Longer reductions: fast path
+  ``init (op) ufunc.reduce(x)`` with f16/bf16/f8 accumulated in f32 and
+  rounded once (integers are computed in 64 bits and wrapped); general path
+  a pairwise tree fold along the reduced axes that keeps the operands in
+  index order (valid for any associative body), then ``body(init, tree)``.
 - ``reduce_window``: a sequential fold over the window positions in row-major
   order starting from the init value, ``acc = body(acc, x)``, rounding into
-  the element type after every step (the schedule XLA uses on CPU).
+  the element type after every step (the schedule XLA uses on CPU). Padding
+  and base-dilation positions are skipped (as XLA does; the spec's schedule
+  admits any number of init values, so this differs only for non-identity
+  init values).
 - ``select_and_scatter``: a sequential select over the window positions
   (padding is never selected), then the scatter body folds the source values
   into each selected position in source order (``np.ufunc.at`` fast path).
@@ -134,30 +139,45 @@ def cast_result(x, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype)
 
 
+SEQUENTIAL_LIMIT = 32
+
+
+def _move_reduced_last(x: np.ndarray, dims) -> tuple[tuple, np.ndarray]:
+    """``x`` with the ``dims`` axes flattened into one trailing axis."""
+    keep = [i for i in range(x.ndim) if i not in dims]
+    out_shape = tuple(x.shape[i] for i in keep)
+    count = int(np.prod([x.shape[i] for i in dims], dtype=np.int64)) if dims else 1
+    return out_shape, np.transpose(x, keep + list(dims)).reshape(out_shape + (count,))
+
+
 def fast_reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], init, out_dtype: np.dtype):
     """``init (op) reduce(op, x, axes)`` for one of the simple bodies, or None
-    if this kind/dtype has no fast path."""
+    if this kind/dtype has no fast path.
+
+    Up to ``SEQUENTIAL_LIMIT`` reduced elements are folded sequentially from
+    ``init`` with a rounding into the element type after every step (XLA's
+    CPU schedule for short reductions); longer reductions use
+    ``ufunc.reduce``, low-precision floats accumulated in f32.
+    """
     cdt = _compute_dtype(x.dtype, kind)
     if cdt is None:
         return None
     uf = ufunc_for(kind, cdt)
     if uf is None:
         return None
-    xc = x.astype(cdt, copy=False)
     ic = np.asarray(init).astype(cdt)
-    if xc.size == 0 or not axes:
-        red = None
-    else:
-        red = uf.reduce(xc, axis=axes)
-    if red is None:
-        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-        if not axes:
-            res = uf(ic, xc)
-        else:
-            res = np.broadcast_to(ic, shape)
-    else:
-        res = uf(ic, red)
-    return contiguous(cast_result(res, out_dtype))
+    out_shape, flat = _move_reduced_last(x, axes)
+    count = flat.shape[-1]
+    if count <= SEQUENTIAL_LIMIT:
+        per_step = cdt != x.dtype and cdt.kind == "f"
+        acc = np.full(out_shape, ic, dtype=cdt)
+        for k in range(count):
+            acc = uf(acc, flat[..., k].astype(cdt, copy=False))
+            if per_step:
+                acc = acc.astype(x.dtype).astype(cdt)
+        return contiguous(cast_result(acc, out_dtype))
+    red = uf.reduce(flat.astype(cdt, copy=False), axis=-1)
+    return contiguous(cast_result(uf(ic, red), out_dtype))
 
 
 # ---------------------------------------------------------------------------
@@ -213,18 +233,24 @@ def reduce(op, *operands):
 
 
 def reduce_general(body, inputs, inits, dims, out_dtypes):
-    """Tree-fold ``inputs`` over ``dims`` with ``body`` (lanes), init folded in."""
-    x0 = inputs[0]
-    keep = [i for i in range(x0.ndim) if i not in dims]
-    out_shape = tuple(x0.shape[i] for i in keep)
-    count = int(np.prod([x0.shape[i] for i in dims], dtype=np.int64)) if dims else 1
+    """Fold ``inputs`` over ``dims`` with ``body`` (lanes), init folded in:
+    sequentially from the init values for up to ``SEQUENTIAL_LIMIT``
+    elements, else a pairwise tree in index order then ``body(init, tree)``."""
+    out_shape = _move_reduced_last(inputs[0], dims)[0]
+    flat = [_move_reduced_last(x, dims)[1] for x in inputs]
+    count = flat[0].shape[-1]
     if count == 0:
         return [np.full(out_shape, v, dtype=d) for v, d in zip(inits, out_dtypes)]
-    perm = keep + list(dims)
-    flat = [np.transpose(x, perm).reshape(out_shape + (count,)) for x in inputs]
-    folded = _tree_fold(body, flat)
-    ib = [np.broadcast_to(v, out_shape) for v in inits]
-    res = body(*ib, *folded)
+    if count <= SEQUENTIAL_LIMIT:
+        accs = [np.broadcast_to(v, out_shape) for v in inits]
+        for k in range(count):
+            res = body(*accs, *[f[..., k] for f in flat])
+            accs = [np.broadcast_to(np.asarray(r), out_shape) for r in res]
+        res = accs
+    else:
+        folded = _tree_fold(body, flat)
+        ib = [np.broadcast_to(v, out_shape) for v in inits]
+        res = body(*ib, *folded)
     return [contiguous(np.broadcast_to(np.asarray(r), out_shape)).astype(d, copy=False)
             for r, d in zip(res, out_dtypes)]
 
@@ -291,23 +317,40 @@ def reduce_window(op, *operands):
     out_shape = tuple(op.result_shape(0))
     padded = [pad_dilate(x, pad[:, 0], pad[:, 1], [b - 1 for b in bd], v) for x, v in zip(inputs, inits)]
     wins = [windows(p, wd, ws, wdl) for p in padded]
+    # Padding and base-dilation holes hold the init value (spec.md#reduce_window);
+    # like XLA they are left out of the fold, which the spec's reduce schedule
+    # allows (any number of init values). Identity inits give the same result.
+    valid = None
+    if pad.any() or any(b > 1 for b in bd):
+        mask = pad_dilate(np.ones(inputs[0].shape, np.bool_), pad[:, 0], pad[:, 1], [b - 1 for b in bd], False)
+        valid = windows(mask, wd, ws, wdl)
     if None not in out_shape and wins[0].shape[:rank] != out_shape:
         raise op.unsupported(f"window count {wins[0].shape[:rank]} does not match result {out_shape}")
     out_shape = wins[0].shape[:rank]
     n_out = int(np.prod(out_shape, dtype=np.int64))
-    offsets = list(np.ndindex(*wd)) if n_out > 0 else []
+    offsets = window_offsets(wd) if n_out > 0 else []
     if n == 1:
         kind = simple_body(op)
         if kind is not None and inputs[0].dtype == out_dtypes[0]:
-            r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape)
+            r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape, valid)
             if r is not None:
                 return (r,)
     body = op.region(0, lanes=True)
     accs = [np.full(out_shape, v, dtype=v.dtype) for v in inits]
     for off in offsets:
         xs = [w[(Ellipsis,) + off] for w in wins]
-        accs = [np.broadcast_to(np.asarray(a), out_shape) for a in _window_step(body, accs, xs)]
+        new = [np.broadcast_to(np.asarray(a), out_shape) for a in _window_step(body, accs, xs)]
+        if valid is not None:
+            m = valid[(Ellipsis,) + off]
+            new = [np.where(m, a, b) for a, b in zip(new, accs)]
+        accs = new
     return tuple(contiguous(a).astype(d, copy=False) for a, d in zip(accs, out_dtypes))
+
+
+def window_offsets(window) -> list[tuple[int, ...]]:
+    """Window positions in row-major order (the last window dimension varies
+    fastest)."""
+    return list(np.ndindex(*window))
 
 
 def _window_step(body, accs, xs):
@@ -315,7 +358,7 @@ def _window_step(body, accs, xs):
     return body(*accs, *xs)
 
 
-def _fast_window_fold(kind, win, offsets, init, out_shape):
+def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None):
     """Sequential fold over the window positions in row-major order starting
     from ``init``, rounding to the element type after every step."""
     dtype = win.dtype
@@ -328,9 +371,10 @@ def _fast_window_fold(kind, win, offsets, init, out_shape):
     per_step = cdt != dtype and cdt.kind == "f"
     acc = np.full(out_shape, np.asarray(init).astype(cdt), dtype=cdt)
     for off in offsets:
-        acc = uf(acc, win[(Ellipsis,) + off].astype(cdt, copy=False))
+        step = uf(acc, win[(Ellipsis,) + off].astype(cdt, copy=False))
         if per_step:
-            acc = acc.astype(dtype).astype(cdt)
+            step = step.astype(dtype).astype(cdt)
+        acc = step if valid is None else np.where(valid[(Ellipsis,) + off], step, acc)
     return contiguous(cast_result(acc, dtype))
 
 
