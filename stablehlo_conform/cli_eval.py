@@ -8,10 +8,16 @@ to run (``diff``: the backends disagree), 2 usage, input or program errors.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import click
+
+# XLA's C++ runtime logs informational lines to stderr when a client starts;
+# the level is read once, when jaxlib loads (also in worker processes, which
+# inherit the environment), so it is set before anything imports jaxlib.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from .errors import ConformError, InputError, ParseError
 

@@ -842,3 +842,28 @@ def op_texts(text: str) -> list[str]:
             if o.operation.name == "func.func":
                 walk(o.operation)
     return out
+
+
+def refine_shapes(text: str) -> str:
+    """Specialise a module whose ``@main`` has static argument types:
+    inline, drop unused functions and refine every shape (StableHLO's
+    ``stablehlo-refine-shapes`` and ``stablehlo-canonicalize-dynamism``
+    passes). Returns the module text without locations."""
+    st = _bindings()
+    ir = st["ir"]
+    if not st.get("passes"):
+        st["sh"].register_stablehlo_passes()
+        st["passes"] = True
+    from jaxlib.mlir import passmanager
+
+    with st["ctx"]:
+        mod = ir.Module.parse(text)
+        for o in mod.body.operations:
+            o = o.operation
+            if o.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value != "main":
+                o.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        pm = passmanager.PassManager.parse(
+            "builtin.module(inline,symbol-dce,stablehlo-refine-shapes,"
+            "func.func(stablehlo-canonicalize-dynamism),stablehlo-refine-shapes,canonicalize)")
+        pm.run(mod.operation)
+        return mod.operation.get_asm(enable_debug_info=False)

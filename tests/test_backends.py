@@ -129,15 +129,29 @@ func.func @main(%a: tensor<2xi32>) -> tensor<2xi32> {
     assert out[0].tolist() == [3, 4]
 
 
-def test_f6_and_dynamic_types_are_unsupported():
+def test_f6_is_unsupported():
     from stablehlo_conform import types as T
 
     with pytest.raises(UnsupportedOp):
         wire_for(T.TensorType((2,), T.element_type("f6E2M3FN")), None, "xla")
-    mod = load("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {\n return %a : tensor<?xf32>\n}")[0]
-    with pytest.raises(UnsupportedOp, match="dynamically shaped"):
-        get_backend("xla").run_function(mod, "main", [np.zeros(3, np.float32)],
-                                        Options(extra={"isolate": False}))
+
+
+DYNAMIC = """
+func.func @main(%n: tensor<i64>, %a: tensor<?xbf16>) -> tensor<?xbf16> {
+  %0 = stablehlo.convert %n : (tensor<i64>) -> tensor<i32>
+  %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+  %2 = stablehlo.dynamic_iota %1, dim = 0 : (tensor<1xi32>) -> tensor<?xbf16>
+  %3 = stablehlo.add %a, %2 : tensor<?xbf16>
+  return %3 : tensor<?xbf16>
+}"""
+
+
+@pytest.mark.parametrize("backend", ["reference", "xla"])
+def test_dynamic_shapes_are_refined_from_the_arguments(backend):
+    mod = load(DYNAMIC)[0]
+    a = np.array([0.5, 1.5, 2.5], ml_dtypes.bfloat16)
+    (out,) = get_backend(backend).run_function(mod, "main", [np.array(3), a], Options(extra={"isolate": False}))
+    assert out.dtype == a.dtype and out.tolist() == [0.5, 2.5, 4.5]
 
 
 def test_iree_reports_unavailable_cleanly():

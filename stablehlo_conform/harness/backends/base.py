@@ -322,22 +322,39 @@ def _out_ops(w: Wire, value: str, out: str) -> tuple[list[str], list[str]]:
     return [f'    {out} = "stablehlo.bitcast_convert"({value}) : ({t}) -> {p0}'], [out]
 
 
-def wrapper_text(callee: str, params: list[Wire], results: list[Wire]) -> str:
-    """A public ``@main`` calling ``callee`` through wire types."""
+def wrapper_text(callee: str, params: list[Wire | None], results: list[Wire],
+                 declared: dict[int, Any] | None = None, consts: dict[int, str] | None = None) -> str:
+    """A public ``@main`` calling ``callee`` through wire types.
+
+    ``declared``: parameters whose declared (dynamic) type differs from the
+    wire's static type get a cast; ``consts``: parameters passed as a
+    constant (``dense<...> : type`` text) instead of an argument."""
+    declared = declared or {}
+    consts = consts or {}
     args: list[str] = []
     body: list[str] = []
     call_args: list[str] = []
+    ptypes: list[str] = []
     for i, w in enumerate(params):
+        if i in consts:
+            body.append(f"    %p{i} = stablehlo.constant {consts[i]}")
+            call_args.append(f"%p{i}")
+            ptypes.append(consts[i].rsplit(" : ", 1)[1])
+            continue
         names = [f"%w{i}_{j}" for j in range(len(w.pieces))]
         args += [f"{n}: {p}" for n, p in zip(names, w.pieces)]
         ops = _in_ops(w, names, f"%p{i}")
         body += ops
-        call_args.append(f"%p{i}" if ops else names[0])
-    ptypes = ", ".join(str(w.ttype) for w in params)
+        value = f"%p{i}" if ops else names[0]
+        if i in declared:
+            body.append(f'    %q{i} = "stablehlo.convert"({value}) : ({w.ttype}) -> {declared[i]}')
+            value = f"%q{i}"
+        call_args.append(value)
+        ptypes.append(str(declared.get(i, w.ttype)))
     rtypes = ", ".join(str(w.ttype) for w in results)
     n = len(results)
     lhs = "" if n == 0 else ("%r = " if n == 1 else f"%r:{n} = ")
-    body.append(f"    {lhs}func.call @{callee}({', '.join(call_args)}) : ({ptypes}) -> ({rtypes})")
+    body.append(f"    {lhs}func.call @{callee}({', '.join(call_args)}) : ({', '.join(ptypes)}) -> ({rtypes})")
     outs: list[str] = []
     out_types: list[str] = []
     for i, w in enumerate(results):
@@ -423,13 +440,23 @@ class NativeBackend(Backend):
         from ... import frontend
 
         label = self.name
-        params = [wire_for(t, self.native, label) for t in func.param_types]
+        if len(args) != len(func.param_types):
+            raise ConformError(f"@{func.name} takes {len(func.param_types)} arguments, got {len(args)}")
+        dynamic = any(isinstance(t, T.TensorType) and not t.is_static
+                      for t in (*func.param_types, *result_types))
+        declared: dict[int, Any] = {}
+        consts: dict[int, str] = {}
+        params: list[Wire | None] = []
+        for i, t in enumerate(func.param_types):
+            if dynamic and isinstance(t, T.TensorType) and t.rank == 0 and t.element.kind in ("int", "uint"):
+                consts[i] = f"dense<{int(np.asarray(args[i]))}> : {t}"
+                params.append(None)
+                continue
+            if isinstance(t, T.TensorType) and not t.is_static:
+                declared[i] = t
+                t = T.TensorType(tuple(np.shape(args[i])), t.element)
+            params.append(wire_for(t, self.native, label))
         results = [wire_for(t, self.native, label) for t in result_types]
-        if len(args) != len(params):
-            raise ConformError(f"@{func.name} takes {len(params)} arguments, got {len(args)}")
-        dynamic = [str(w.ttype) for w in params + results if not w.ttype.is_static]
-        if dynamic:
-            raise UnsupportedOp(label, f"dynamically shaped arguments or results ({', '.join(dynamic[:3])})")
         try:
             text, _ = frontend.prepare_entry(module.text, func.name, strip_checks=strip_checks)
         except ConformError:
@@ -438,10 +465,19 @@ class NativeBackend(Backend):
             first = str(e).strip().splitlines()
             raise UnsupportedOp(label, "the program does not parse with jaxlib's bindings"
                                 + (f": {first[-1].strip()[:200]}" if first else "")) from None
-        text = splice(text, wrapper_text(frontend.ENTRY_ALIAS, params, results))
+        text = splice(text, wrapper_text(frontend.ENTRY_ALIAS, params, results, declared, consts))
+        if dynamic:
+            try:
+                text = frontend.refine_shapes(text)
+            except Exception as e:
+                raise UnsupportedOp(label, f"dynamic shapes could not be refined: {str(e).strip()[:200]}") from None
+            head = next((ln for ln in text.splitlines() if "func.func public @main(" in ln), "")
+            if "?" in head:
+                raise UnsupportedOp(label, "dynamic shapes remain after refinement")
         wire_args: list[np.ndarray] = []
         for w, a in zip(params, args):
-            wire_args += encode(w, a)
+            if w is not None:
+                wire_args += encode(w, a)
         outs = self._call(text, wire_args, opts, default_isolate)
         values: list[np.ndarray] = []
         k = 0

@@ -7,8 +7,6 @@ text.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ...errors import UnsupportedOp
@@ -40,7 +38,6 @@ class XlaBackend(NativeBackend):
         return self._client
 
     def execute(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
         import jax
         from jax._src.lib import xla_client as xc
 
