@@ -430,7 +430,7 @@ def select_and_scatter(op, operand, source, init_value):
     if tuple(source.shape) != tuple(nwin):
         raise op.unsupported(f"source shape {source.shape} does not match window count {nwin}")
     select = op.region(0, lanes=True)
-    offs = list(np.ndindex(*wd))
+    offs = window_offsets(wd)
     sel_v = wv[(Ellipsis,) + offs[0]].copy()
     sel_i = wi[(Ellipsis,) + offs[0]].copy()
     for off in offs[1:]:
