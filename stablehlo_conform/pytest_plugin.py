@@ -137,50 +137,14 @@ class _Loaded:
     """The tests and load errors of one file (as ``conform run`` sees them)."""
 
     def __init__(self, path: str):
-        from . import frontend
-        from .errors import ParseError
-        from .harness.cases import base_record, test_ids
+        from .harness.cases import enumerate_file
 
-        self.tests: list[tuple[str, Any, Any]] = []  # (name, module, func)
-        self.programs: list[tuple[str, Any, Any]] = []  # (name, module, program case)
-        self.errors: list[dict] = []
-        try:
-            chunks = frontend.read_chunks(path)
-        except OSError as e:
-            rec = base_record(path, f"{path}::<file>", "", 0)
-            rec["message"] = f"{path}: error: cannot read: {e}"
-            self.errors.append(rec)
-            return
-        found = []
-        loaded = []
-        for c in chunks:
-            try:
-                mod = frontend.lower_module(frontend.parse_chunk(c), c)
-            except ParseError as e:
-                rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
-                rec["message"] = "\n".join(e.diagnostics)
-                self.errors.append(rec)
-                continue
-            except Exception as e:  # bindings or lowering bug
-                rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
-                rec["message"] = f"{path}:{c.line}: error: cannot load: {type(e).__name__}: {e}"
-                self.errors.append(rec)
-                continue
-            loaded.append(mod)
-            for f in mod.tests():
-                found.append((mod, f))
-        for tid, (mod, f) in zip(test_ids(path, found), found):
-            self.tests.append((tid.rsplit("::", 1)[1], mod, f))
-        if found or self.errors or not loaded:
-            return
-        # no self-checking test: programs that take arguments (RUN-line --args
-        # with CHECK lines, or generated inputs), as conform run finds them
-        from .harness.programs import find_program_cases
-
-        source = chunks[0].text if chunks and chunks[0].text is not None else ""
-        cases = find_program_cases(source, loaded)
-        for tid, (mod, case) in zip(test_ids(path, [(m, c.func) for m, c in cases]), cases):
-            self.programs.append((tid.rsplit("::", 1)[1], mod, case))
+        cases = enumerate_file(path)
+        self.errors: list[dict] = cases.errors
+        self.tests: list[tuple[str, Any, Any]] = [  # (name, module, func)
+            (tid.rsplit("::", 1)[1], mod, f) for tid, mod, f in cases.tests]
+        self.programs: list[tuple[str, Any, Any]] = [  # (name, module, program case)
+            (tid.rsplit("::", 1)[1], mod, c) for tid, mod, c in cases.programs]
 
 
 _CACHE: OrderedDict[str, _Loaded] = OrderedDict()

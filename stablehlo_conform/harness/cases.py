@@ -112,59 +112,71 @@ def base_record(path: str, test_id: str, func: str, line: int) -> dict[str, Any]
             "message": "", "family": "", "ops": [], "dtypes": [], "duration": 0.0, "checks": 0}
 
 
-def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
-    """Yields ("start", id) and ("result", record) events for one file."""
+@dataclass
+class FileCases:
+    """What one file holds, as ``conform run`` and the pytest plugin see it:
+    load errors (as result records), self-checking tests, and programs with
+    arguments (only when the file has no self-checking test)."""
+
+    errors: list[dict] = field(default_factory=list)
+    tests: list[tuple[str, Module, Func]] = field(default_factory=list)
+    programs: list[tuple[str, Module, Any]] = field(default_factory=list)
+
+
+def enumerate_file(path: str) -> FileCases:
     from .. import frontend
 
+    out = FileCases()
     try:
         chunks = frontend.read_chunks(path)
     except OSError as e:
         rec = base_record(path, f"{path}::<file>", "", 0)
         rec["message"] = f"{path}: error: cannot read: {e}"
-        yield ("result", rec)
-        return
-    tests: list[tuple[Module, Func]] = []
+        out.errors.append(rec)
+        return out
+    found: list[tuple[Module, Func]] = []
     loaded: list[Module] = []
-    errors: list[dict] = []
-    for i, c in enumerate(chunks):
+    for c in chunks:
         try:
             mod = frontend.lower_module(frontend.parse_chunk(c), c)
         except ParseError as e:
             rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
             rec["message"] = "\n".join(e.diagnostics)
-            errors.append(rec)
+            out.errors.append(rec)
             continue
         except Exception as e:  # bindings or lowering bug: report, go on
             rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
             rec["message"] = f"{path}:{c.line}: error: cannot load: {type(e).__name__}: {e}"
-            errors.append(rec)
+            out.errors.append(rec)
             continue
         loaded.append(mod)
-        found = mod.tests()
-        if not found:
-            continue
-        for f in found:
-            tests.append((mod, f))
-    for rec in errors:
-        if rec["id"] not in skip:
-            yield ("result", rec)
-    ids = test_ids(path, tests)
-    for tid, (mod, f) in zip(ids, tests):
-        if tid in skip:
-            continue
-        yield ("start", tid)
-        yield ("result", run_test(mod, f, tid, opts))
-    if tests or errors or not loaded:
-        return
+        found.extend((mod, f) for f in mod.tests())
+    out.tests = [(tid, m, f) for tid, (m, f) in zip(test_ids(path, found), found)]
+    if found or out.errors or not loaded:
+        return out
     from .programs import find_program_cases
 
     source = chunks[0].text if chunks and chunks[0].text is not None else ""
     cases = find_program_cases(source, loaded)
-    for tid, (mod, case) in zip(test_ids(path, [(m, c.func) for m, c in cases]), cases):
-        if tid in skip:
-            continue
-        yield ("start", tid)
-        yield ("result", run_program(mod, case, tid, opts))
+    ids = test_ids(path, [(m, c.func) for m, c in cases])
+    out.programs = [(tid, m, c) for tid, (m, c) in zip(ids, cases)]
+    return out
+
+
+def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
+    """Yields ("start", id) and ("result", record) events for one file."""
+    cases = enumerate_file(path)
+    for rec in cases.errors:
+        if rec["id"] not in skip:
+            yield ("result", rec)
+    for tid, mod, f in cases.tests:
+        if tid not in skip:
+            yield ("start", tid)
+            yield ("result", run_test(mod, f, tid, opts))
+    for tid, mod, case in cases.programs:
+        if tid not in skip:
+            yield ("start", tid)
+            yield ("result", run_program(mod, case, tid, opts))
 
 
 PROGRAM_SIZES = (4, 8, 5, 3)
