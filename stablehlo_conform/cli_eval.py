@@ -2,7 +2,8 @@
 on several backends and locate the first op where they disagree).
 
 Exit codes: 0 success (``diff``: the backends agree), 1 the program failed
-to run (``diff``: the backends disagree), 2 usage, input or program errors.
+to run (``diff``: the backends disagree, or one of them did not run), 2
+usage, input or program errors (or a backend that is not installed).
 """
 
 from __future__ import annotations
@@ -189,6 +190,15 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     unknown = [n for n in names if n not in available()]
     if unknown:
         _fail(f"unknown backend {', '.join(unknown)}; available: {', '.join(sorted(available()))}")
+    from .harness.backends import BackendUnavailable, get_backend
+
+    for n in names:
+        try:
+            check = getattr(get_backend(n), "check_available", None)
+            if check is not None:
+                check()
+        except BackendUnavailable as e:
+            _fail(str(e))
     module = _load(program)
     func = _entry(module, entry)
     args = _inputs(func, inputs_path, True, seed)

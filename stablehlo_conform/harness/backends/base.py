@@ -481,9 +481,16 @@ class NativeBackend(Backend):
         outs = self._call(text, wire_args, opts, default_isolate)
         values: list[np.ndarray] = []
         k = 0
-        for w in results:
+        if len(outs) != sum(len(w.pieces) for w in results):
+            raise BackendError(f"{label} returned {len(outs)} values, expected "
+                               f"{sum(len(w.pieces) for w in results)}")
+        for i, w in enumerate(results):
             n = len(w.pieces)
-            values.append(decode(w, outs[k:k + n]))
+            v = decode(w, outs[k:k + n])
+            want = w.ttype.shape
+            if len(v.shape) != len(want) or any(d not in (None, s) for d, s in zip(want, v.shape)):
+                raise BackendError(f"{label} returned shape {list(v.shape)} for result #{i} of type {w.ttype}")
+            values.append(v)
             k += n
         return values
 
