@@ -135,3 +135,33 @@ def test_resume_keeps_streamed_results_and_runs_the_rest(tmp_path):
     assert by_id[f"{tmp_path / 'c_ok.mlir'}::ok"]["status"] == "pass"
     assert len(doc["results"]) == 2
     assert conform("run", tmp_path, "--resume").returncode == 2
+
+
+RUN_ARGS = """// RUN: stablehlo-translate %s --interpret --args="[dense<[1, 2]> : tensor<2xi32>, dense<3> : tensor<2xi32>]"
+func.func @main(%a: tensor<2xi32>, %b: tensor<2xi32>) -> tensor<2xi32> {
+  %0 = stablehlo.add %a, %b : tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+// CHECK:      tensor<2xi32> {
+// CHECK-NEXT:   [4, 5]
+// CHECK-NEXT: }
+"""
+POLY = """func.func public @main(%n: tensor<i64>, %x: tensor<?x3xf32>, %i: tensor<2xi32>) -> tensor<?x3xf32> {
+  %0 = stablehlo.add %x, %x : tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+"""
+
+
+def test_programs_with_arguments_run_as_tests(tmp_path):
+    (tmp_path / "a_args.mlir").write_text(RUN_ARGS)
+    (tmp_path / "b_wrong.mlir").write_text(RUN_ARGS.replace("[4, 5]", "[4, 6]"))
+    (tmp_path / "c_poly.mlir").write_text(POLY)
+    out = tmp_path / "o.json"
+    conform("run", tmp_path, "--json", out)
+    by_file = {Path(x["file"]).name: x for x in json.loads(out.read_text())["results"]}
+    assert by_file["a_args.mlir"]["status"] == "pass" and by_file["a_args.mlir"]["checks"] == 3
+    assert by_file["b_wrong.mlir"]["status"] == "fail"
+    assert "[4, 6]" in by_file["b_wrong.mlir"]["message"]
+    assert by_file["c_poly.mlir"]["status"] == "pass"
+    assert "generated inputs" in by_file["c_poly.mlir"]["message"]

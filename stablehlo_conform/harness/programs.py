@@ -57,9 +57,11 @@ def find_program_cases(source_text: str, modules: list[Module]) -> list[tuple[Mo
     return out
 
 
-def generated_inputs(func: Func, seed: int = 0, size: int = DYNAMIC_SIZE) -> list:
+def generated_inputs(func: Func, seed: int = 0, size: int = DYNAMIC_SIZE, int_zeros: bool = False) -> list:
     """Arguments for a shape-polymorphic entry: leading integer scalars are
-    dimension variables (all ``size``), ``?`` dims are ``size`` too."""
+    dimension variables (all ``size``), ``?`` dims are ``size`` too. Integer
+    tensors are small non-negative values, or zeros with ``int_zeros`` (in
+    bounds wherever they are used as indices)."""
     rng = np.random.default_rng(seed)
     args = []
     leading = True
@@ -72,7 +74,10 @@ def generated_inputs(func: Func, seed: int = 0, size: int = DYNAMIC_SIZE) -> lis
             continue
         leading = False
         shape = tuple(size if d is None else d for d in ty.shape)
-        args.append(random_array(rng, shape, ty.element))
+        if int_zeros and getattr(et, "kind", "") in ("int", "uint"):
+            args.append(np.zeros(shape, dtype=ty.dtype))
+        else:
+            args.append(random_array(rng, shape, ty.element))
     return args
 
 

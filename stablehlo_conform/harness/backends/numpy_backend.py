@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +12,9 @@ import numpy as np
 from ...engine import Engine
 from ...kernels.registry import Registry, load_all
 from .base import Backend
+
+
+MAX_OUTPUT = 20000  # characters of printed output kept in a result
 
 
 class NumpyBackend(Backend):
@@ -34,9 +38,13 @@ class NumpyBackend(Backend):
 
     def run_test(self, module, func, opts) -> dict[str, Any]:
         eng = self.engine(module, opts)
+        printed = io.StringIO()  # interpreter.print output goes into the result
+        eng.io = printed
         eng.call(func.name, ())
         failed = [(msg, loc) for ok, msg, loc in eng.checks if not ok]
         out: dict[str, Any] = {"checks": len(eng.checks)}
+        if printed.getvalue():
+            out["output"] = printed.getvalue()[:MAX_OUTPUT]
         if failed:
             out["status"] = "fail"
             shown = [f"{loc}: {msg}" for msg, loc in failed[:3]]
