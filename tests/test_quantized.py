@@ -303,3 +303,134 @@ def test_checked_quantized_programs(tmp_path):
         "transpose_moves_quantization_dimension", "quantized_constants_and_iota", "check_op_properties"]
     assert all(r["status"] == "pass" and r["checks"] >= 1 for r in recs), recs
     assert [r["checks"] for r in recs] == [1, 1, 1, 1, 3, 1]
+
+
+# --------------------------------------------------------------------------- #
+# reductions: spec.md#reduce, #reduce_window, #select_and_scatter run their
+# bodies, whose ops carry the quantized semantics at every step
+# --------------------------------------------------------------------------- #
+
+
+def test_quantized_reduce_add_requantizes_each_step():
+    needs_iree()
+    q = "!quant.uniform<i8<-5:5>:f32, 0.5>"
+    text = f"""
+func.func @main(%a: tensor<2x3xi8>) -> tensor<2xi8> {{
+  %q = stablehlo.bitcast_convert %a : (tensor<2x3xi8>) -> tensor<2x3x{q}>
+  %z = stablehlo.constant() {{value = dense<0> : tensor<i8>}} : () -> tensor<{q}>
+  %r = stablehlo.reduce(%q init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x3x{q}>, tensor<{q}>) -> tensor<2x{q}>
+  %b = stablehlo.bitcast_convert %r : (tensor<2x{q}>) -> tensor<2xi8>
+  return %b : tensor<2xi8>
+}}
+"""
+    (bits,) = run(text, np.array([[4, 4, -4], [1, 2, -3]], np.int8))
+    # row 0 is [2, 2, -2]: 0 + 2 = 2 (storage 4); 2 + 2 = 4 -> storage 8 clamps
+    # to 5 (2.5); 2.5 - 2 = 0.5 -> storage 1 (a float sum then quantize gives 4)
+    # row 1 is [0.5, 1, -1.5]: sum 0 -> storage 0
+    assert bits.dtype == np.int8 and bits.tolist() == [1, 0]
+
+
+def test_quantized_reduce_promotes_to_wider_body_type():
+    needs_iree()
+    q = "!quant.uniform<i8:f32, 0.5>"
+    w = "!quant.uniform<i32:f32, 0.25:2>"
+    text = f"""
+func.func @main(%a: tensor<4xi8>, %i: tensor<i8>) -> tensor<i32> {{
+  %q = stablehlo.bitcast_convert %a : (tensor<4xi8>) -> tensor<4x{q}>
+  %z = stablehlo.bitcast_convert %i : (tensor<i8>) -> tensor<{q}>
+  %r = "stablehlo.reduce"(%q, %z) ({{
+  ^bb0(%x: tensor<{w}>, %y: tensor<{w}>):
+    %s = stablehlo.add %x, %y : tensor<{w}>
+    stablehlo.return %s : tensor<{w}>
+  }}) {{dimensions = array<i64: 0>}} : (tensor<4x{q}>, tensor<{q}>) -> tensor<{w}>
+  %b = stablehlo.bitcast_convert %r : (tensor<{w}>) -> tensor<i32>
+  return %b : tensor<i32>
+}}
+"""
+    (bits,) = run(text, np.array([100, 100, 100, 100], np.int8), np.array(2, np.int8))
+    # to_destination_type: storage 100 is 50.0 -> 50 / 0.25 + 2 = 202 in the
+    # i32 type; the init 2 is 1.0. 1 + 4 * 50 = 201 -> 201 / 0.25 + 2 = 806
+    # (the i8 type would saturate at 127 = 63.5)
+    assert bits.dtype == np.int32 and bits.shape == () and int(bits) == 806
+
+
+def test_quantized_reduce_window_and_max_pool():
+    needs_iree()
+    q = "!quant.uniform<i8:f32, 0.5:1>"
+    text = f"""
+func.func @main(%a: tensor<4xi8>) -> (tensor<3xi8>, tensor<3xi8>) {{
+  %q = stablehlo.bitcast_convert %a : (tensor<4xi8>) -> tensor<4x{q}>
+  %z = stablehlo.constant() {{value = dense<1> : tensor<i8>}} : () -> tensor<{q}>
+  %m = stablehlo.constant() {{value = dense<-128> : tensor<i8>}} : () -> tensor<{q}>
+  %s = "stablehlo.reduce_window"(%q, %z) ({{
+  ^bb0(%x: tensor<{q}>, %y: tensor<{q}>):
+    %r = stablehlo.add %x, %y : tensor<{q}>
+    stablehlo.return %r : tensor<{q}>
+  }}) {{window_dimensions = array<i64: 2>}} : (tensor<4x{q}>, tensor<{q}>) -> tensor<3x{q}>
+  %p = "stablehlo.reduce_window"(%q, %m) ({{
+  ^bb0(%x: tensor<{q}>, %y: tensor<{q}>):
+    %r = stablehlo.maximum %x, %y : tensor<{q}>
+    stablehlo.return %r : tensor<{q}>
+  }}) {{window_dimensions = array<i64: 2>, window_strides = array<i64: 2>,
+       padding = dense<[[1, 1]]> : tensor<1x2xi64>}} : (tensor<4x{q}>, tensor<{q}>) -> tensor<3x{q}>
+  %bs = stablehlo.bitcast_convert %s : (tensor<3x{q}>) -> tensor<3xi8>
+  %bp = stablehlo.bitcast_convert %p : (tensor<3x{q}>) -> tensor<3xi8>
+  return %bs, %bp : tensor<3xi8>, tensor<3xi8>
+}}
+"""
+    sums, pooled = run(text, np.array([3, -2, 7, 1], np.int8))
+    # storage [3, -2, 7, 1] is [1, -1.5, 3, 0]; window sums from init 0:
+    # [-0.5, 1.5, 3] -> storage [0, 4, 7] (adding storage values would give
+    # [1, 5, 8] with the zero points counted twice)
+    assert sums.tolist() == [0, 4, 7]
+    # padded windows [pad, 1], [-1.5, 3], [0, pad]: maxima [1, 3, 0]
+    assert pooled.tolist() == [3, 7, 1]
+
+
+def test_quantized_select_and_scatter_overlapping_windows():
+    needs_iree()
+    q = "!quant.uniform<i8:f32, 0.5:1>"
+    text = f"""
+func.func @main(%a: tensor<4xi8>, %s: tensor<2xi8>) -> tensor<4xi8> {{
+  %q = stablehlo.bitcast_convert %a : (tensor<4xi8>) -> tensor<4x{q}>
+  %qs = stablehlo.bitcast_convert %s : (tensor<2xi8>) -> tensor<2x{q}>
+  %z = stablehlo.constant() {{value = dense<1> : tensor<i8>}} : () -> tensor<{q}>
+  %r = "stablehlo.select_and_scatter"(%q, %qs, %z) ({{
+  ^bb0(%x: tensor<{q}>, %y: tensor<{q}>):
+    %c = stablehlo.compare GE, %x, %y : (tensor<{q}>, tensor<{q}>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }}, {{
+  ^bb0(%x: tensor<{q}>, %y: tensor<{q}>):
+    %t = stablehlo.add %x, %y : tensor<{q}>
+    stablehlo.return %t : tensor<{q}>
+  }}) {{window_dimensions = array<i64: 3>, window_strides = array<i64: 1>}}
+      : (tensor<4x{q}>, tensor<2x{q}>, tensor<{q}>) -> tensor<4x{q}>
+  %b = stablehlo.bitcast_convert %r : (tensor<4x{q}>) -> tensor<4xi8>
+  return %b : tensor<4xi8>
+}}
+"""
+    (bits,) = run(text, np.array([3, 9, 5, 1], np.int8), np.array([5, 3], np.int8))
+    # operand [1, 4, 2, 0]: both windows select index 1; the sources [2, 1]
+    # add to the init 0 there: 3 -> storage 7 (storage addition would give 9);
+    # every other position keeps the init (storage 1)
+    assert bits.tolist() == [1, 7, 1, 1]
+
+
+def test_quantized_long_reduce_uses_body_semantics():
+    needs_iree()
+    q = "!quant.uniform<i8:f32, 0.5:-3>"
+    text = f"""
+func.func @main(%a: tensor<40xi8>) -> tensor<i8> {{
+  %q = stablehlo.bitcast_convert %a : (tensor<40xi8>) -> tensor<40x{q}>
+  %z = stablehlo.constant() {{value = dense<-3> : tensor<i8>}} : () -> tensor<{q}>
+  %r = stablehlo.reduce(%q init: %z) applies stablehlo.add across dimensions = [0] : (tensor<40x{q}>, tensor<{q}>) -> tensor<{q}>
+  %b = stablehlo.bitcast_convert %r : (tensor<{q}>) -> tensor<i8>
+  return %b : tensor<i8>
+}}
+"""
+    a = np.full(40, -2, np.int8)  # 40 x 0.5 = 20 -> 20 / 0.5 - 3 = 37
+    a[::2] = -4  # every other one is -0.5: 20 x 0.5 - 20 x 0.5 = 0 -> storage -3
+    (bits,) = run(text, a)
+    assert bits.shape == () and int(bits) == -3
+    (bits,) = run(text, np.full(40, -2, np.int8))
+    assert int(bits) == 37

@@ -122,7 +122,7 @@ def dequantize(x: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
     with np.errstate(all="ignore"):
         sub = x.astype(np.int64) - zp
         conv = round_to(sub.astype(F64), ex).astype(F64)
-        return round_to(conv * _scales(qt, x.ndim), ex)
+        return np.asarray(round_to(conv * _scales(qt, x.ndim), ex))
 
 
 def quantize(x: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
@@ -145,7 +145,7 @@ def quantize(x: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
         rounded = np.where(np.isnan(rounded), 0.0, rounded)
         # the clamp bounds are expressed-type values: keep the integers in range
         ints = np.clip(rounded, lo, hi).astype(np.int64)
-    return ints.astype(qt.storage.dtype)
+    return np.asarray(ints.astype(qt.storage.dtype))  # rank 0 stays an array
 
 
 # --------------------------------------------------------------------------- #

@@ -24,9 +24,22 @@ general path. Both compute the same schedule:
 - ``select_and_scatter``: a sequential select over the window positions
   (padding is never selected), then the scatter body folds the source values
   into each selected position in source order (``np.ufunc.at`` fast path).
+
+Quantized (per-tensor) operands: the spec defines these ops through their
+bodies (spec.md#reduce: ``results = exec(schedule)`` of ``body``, with the
+operands converted by ``to_destination_type`` into the body's argument
+types, which ``is_promotable`` lets differ in storage type only). The kernels
+therefore convert (requantize) the operands when the body's quantized type
+differs, skip the fast paths (storage arithmetic is not quantized
+arithmetic) and run the body, whose ops apply their own quantized semantics
+(``dequantize_op_quantize`` for ``add``/``maximum``/..., ``dequantize_compare``
+for a ``select`` body's ``compare``) at every step of the same schedule as
+for other element types.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -200,30 +213,64 @@ def _tree_fold(body, arrays: list[np.ndarray]) -> list[np.ndarray]:
     return [a[..., 0] for a in arrays]
 
 
-def _body_arg_dtypes(op, region_index: int, n: int) -> list[np.dtype]:
-    types = op.op.regions[region_index].blocks[0].arg_types
-    return [t.dtype for t in types[:n]]
+def _element(t):
+    return getattr(t, "element", t)
 
 
-def _check_not_quantized(op):
+def _is_quantized(t) -> bool:
+    return bool(getattr(_element(t), "quantized", False))
+
+
+def _quantized_op(op) -> bool:
+    """True when any operand or result of ``op`` is quantized; per-axis
+    quantization (which these ops do not accept) is unsupported."""
+    found = False
     for t in tuple(op.operand_types) + tuple(op.result_types):
-        el = getattr(t, "element", None)
-        if el is not None and getattr(el, "quantized", False):
-            raise op.unsupported("quantized operands")
+        if _is_quantized(t):
+            if _element(t).axis is not None:
+                raise op.unsupported("per-axis quantized operands (the spec allows per-tensor only)")
+            found = True
+    return found
+
+
+def _to_destination(op, value: np.ndarray, src, dst) -> np.ndarray:
+    """spec.md ``to_destination_type`` of ``value`` (of element type ``src``)
+    into element type ``dst``: between quantized types ``quantize(x, dst)``
+    of the dequantized value (the storage promotion ``is_promotable``
+    allows), otherwise ``convert``."""
+    src, dst = _element(src), _element(dst)
+    value = np.asarray(value)
+    sq, dq = getattr(src, "quantized", False), getattr(dst, "quantized", False)
+    if not sq and not dq:
+        return value if value.dtype == dst.dtype else value.astype(dst.dtype)
+    if sq and dq:
+        if dataclasses.replace(src, text="") == dataclasses.replace(dst, text=""):
+            return value
+        from .quantized import dequantize, quantize
+
+        return quantize(dequantize(value, src), dst)
+    raise op.unsupported(f"conversion from {src} to {dst} (is_promotable needs both quantized)")
+
+
+def _converted_operands(op, operands, n: int):
+    """``inputs`` and ``init_values`` converted to the body's argument types
+    (``input_slices_converted``/``init_values_converted`` of spec.md#reduce)."""
+    arg_types = op.op.regions[0].blocks[0].arg_types
+    inputs = [_to_destination(op, x, op.operand_type(i), arg_types[i]) for i, x in enumerate(operands[:n])]
+    inits = [_to_destination(op, v, op.operand_type(n + i), arg_types[n + i])
+             for i, v in enumerate(operands[n:])]
+    return inputs, inits
 
 
 @kernel("stablehlo.reduce")
 def reduce(op, *operands):
     """See spec.md#reduce."""
-    _check_not_quantized(op)
+    quant = _quantized_op(op)
     n = len(operands) // 2
-    inputs, inits = list(operands[:n]), list(operands[n:])
     dims = tuple(sorted(int(d) for d in op.attr("dimensions", ())))
     out_dtypes = [op.result_dtype(i) for i in range(n)]
-    arg_dtypes = _body_arg_dtypes(op, 0, n)
-    inputs = [x if x.dtype == d else x.astype(d) for x, d in zip(inputs, arg_dtypes)]
-    inits = [np.asarray(v).astype(d) for v, d in zip(inits, arg_dtypes)]
-    if n == 1:
+    inputs, inits = _converted_operands(op, operands, n)
+    if n == 1 and not quant:
         kind = simple_body(op)
         if kind is not None and inputs[0].dtype == out_dtypes[0]:
             r = fast_reduce(kind, inputs[0], dims, inits[0], out_dtypes[0])
@@ -305,15 +352,12 @@ def _window_attrs(op, rank: int):
 @kernel("stablehlo.reduce_window")
 def reduce_window(op, *operands):
     """See spec.md#reduce_window."""
-    _check_not_quantized(op)
+    quant = _quantized_op(op)
     n = len(operands) // 2
-    inputs, inits = list(operands[:n]), list(operands[n:])
-    rank = inputs[0].ndim
+    rank = operands[0].ndim
     wd, ws, bd, wdl, pad = _window_attrs(op, rank)
     out_dtypes = [op.result_dtype(i) for i in range(n)]
-    arg_dtypes = _body_arg_dtypes(op, 0, n)
-    inputs = [x if x.dtype == d else x.astype(d) for x, d in zip(inputs, arg_dtypes)]
-    inits = [np.asarray(v).astype(d) for v, d in zip(inits, arg_dtypes)]
+    inputs, inits = _converted_operands(op, operands, n)
     out_shape = tuple(op.result_shape(0))
     padded = [pad_dilate(x, pad[:, 0], pad[:, 1], [b - 1 for b in bd], v) for x, v in zip(inputs, inits)]
     wins = [windows(p, wd, ws, wdl) for p in padded]
@@ -329,7 +373,7 @@ def reduce_window(op, *operands):
     out_shape = wins[0].shape[:rank]
     n_out = int(np.prod(out_shape, dtype=np.int64))
     offsets = window_offsets(wd) if n_out > 0 else []
-    if n == 1:
+    if n == 1 and not quant:
         kind = simple_body(op)
         if kind is not None and inputs[0].dtype == out_dtypes[0]:
             r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape, valid)
@@ -411,7 +455,7 @@ def scatter_combine(body, kind, result_flat: np.ndarray, targets: np.ndarray, sr
 @kernel("stablehlo.select_and_scatter")
 def select_and_scatter(op, operand, source, init_value):
     """See spec.md#select_and_scatter. Padding elements are never selected."""
-    _check_not_quantized(op)
+    quant = _quantized_op(op)
     rank = operand.ndim
     wd = tuple(int(v) for v in op.attr("window_dimensions"))
     ws = tuple(int(v) for v in (op.attr("window_strides") or (1,) * rank))
@@ -424,7 +468,9 @@ def select_and_scatter(op, operand, source, init_value):
     wv = windows(pv, wd, ws, (1,) * rank)
     wi = windows(pi, wd, ws, (1,) * rank)
     nwin = wv.shape[:rank]
-    result = np.full(operand.size, np.asarray(init_value), dtype=out_dtype)
+    scatter_types = op.op.regions[1].blocks[0].arg_types
+    init_e = _to_destination(op, init_value, op.operand_type(2), scatter_types[0])
+    result = np.full(operand.size, np.asarray(init_e), dtype=out_dtype)
     if int(np.prod(nwin, dtype=np.int64)) == 0 or operand.size == 0:
         return (result.reshape(operand.shape),)
     if tuple(source.shape) != tuple(nwin):
@@ -443,7 +489,8 @@ def select_and_scatter(op, operand, source, init_value):
         sel_v = np.where(take, cv, sel_v)
         sel_i = np.where(take, ci, sel_i)
     targets = sel_i.ravel()
-    src = source.ravel().astype(out_dtype, copy=False)
+    src = _to_destination(op, source.ravel(), op.operand_type(1), scatter_types[1])
     ok = targets >= 0
-    result = scatter_combine(op.region(1, lanes=True), simple_body(op, 1), result, targets[ok], src[ok])
+    kind = None if quant else simple_body(op, 1)
+    result = scatter_combine(op.region(1, lanes=True), kind, result, targets[ok], src[ok])
     return (result.reshape(operand.shape),)
