@@ -9,14 +9,13 @@ imaginary parts). Self-checking tests are run by removing the check ops,
 returning the checked values instead, and evaluating the checks here with the
 same check semantics as the NumPy engine.
 
-Native code may abort the process, so a native call can run in a child
-process (:class:`Isolated`) that turns a dead child into a ``crash`` error
-carrying the signal and the captured stderr.
+Native code may abort the process, so native calls run in a child process
+(:class:`Isolated`) that turns a dead child into a ``crash`` error carrying
+the signal and the captured stderr.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 import tempfile
@@ -75,16 +74,65 @@ class Backend:
 # --------------------------------------------------------------------------- #
 
 
-def _serve(conn, stderr_path: str) -> None:  # runs in the child
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:
+    """``n`` bytes from ``fd``; None at end of file; TimeoutError past ``deadline``."""
+    import select
+    import time
+
+    chunks: list[bytes] = []
+    while n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def _write_frame(fd: int, obj: Any) -> None:
+    import pickle
+
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(len(data).to_bytes(8, "little") + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_frame(fd: int, deadline: float | None = None) -> Any:
+    import pickle
+
+    head = _read_exact(fd, 8, deadline)
+    if head is None:
+        raise EOFError
+    body = _read_exact(fd, int.from_bytes(head, "little"), deadline)
+    if body is None:
+        raise EOFError
+    return pickle.loads(body)
+
+
+def _serve() -> None:  # the child process's main loop
+    """Read ``(spec, method, args)`` frames from stdin, answer on stdout.
+    Stray output of native code goes to stderr (a file the parent reads
+    when the child dies)."""
     import importlib
 
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(fd, 2)
+    try:  # die with the parent (Linux)
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except Exception:
+        pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fin, fout = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
     cache: dict[str, Any] = {}
     while True:
         try:
-            msg = conn.recv()
+            msg = _read_frame(fin)
         except EOFError:
             return
         if msg is None:
@@ -95,88 +143,107 @@ def _serve(conn, stderr_path: str) -> None:  # runs in the child
             if obj is None:
                 mod, _, attr = spec.partition(":")
                 obj = cache[spec] = getattr(importlib.import_module(mod), attr)()
-            conn.send(("ok", getattr(obj, method)(*args)))
+            reply: tuple = ("ok", getattr(obj, method)(*args))
         except ConformError as e:
-            conn.send(("err", (type(e).__name__, e.status, str(e))))
+            reply = ("err", (type(e).__name__, e.status, str(e)))
         except Exception as e:
-            conn.send(("err", (type(e).__name__, "error", f"{type(e).__name__}: {e}")))
+            reply = ("err", (type(e).__name__, "error", f"{type(e).__name__}: {e}"))
+        _write_frame(fout, reply)
 
 
 _ERROR_CLASSES = {"unsupported": UnsupportedOp, "timeout": Timeout, "crash": BackendCrash}
+_CHILD = "from stablehlo_conform.harness.backends.base import _serve; _serve()"
 
 
 class Isolated:
     """A persistent child process that runs ``method`` of a backend class.
 
-    A dead child becomes :class:`BackendCrash` (with the signal and the tail
-    of its stderr); a call over ``timeout`` seconds kills the child and
-    raises :class:`Timeout`. The next call starts a fresh child.
+    The child is a plain subprocess (so daemonic worker processes can have
+    one too) speaking pickled frames over its stdin/stdout. A dead child
+    becomes :class:`BackendCrash` with the signal and what it wrote to
+    stderr during the call; a call over ``timeout`` seconds kills the child
+    and raises :class:`Timeout`. The next call starts a fresh child.
     """
 
     def __init__(self, spec: str, label: str):
         self.spec = spec
         self.label = label
-        self.proc = None
-        self.conn = None
+        self.proc: Any = None
         fd, self.stderr_path = tempfile.mkstemp(prefix="conform-", suffix=".stderr")
         os.close(fd)
 
     def _start(self) -> None:
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, self.stderr_path), daemon=True)
-        self.proc.start()
-        child.close()
-        self.conn = parent
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[3])
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, env=env, close_fds=True)
 
     def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
-        if self.proc is None or not self.proc.is_alive():
+        import time
+
+        if self.proc is None or self.proc.poll() is not None:
             self._start()
+        offset = os.path.getsize(self.stderr_path)
+        deadline = time.monotonic() + timeout if timeout else None
         try:
-            self.conn.send((self.spec, method, args))
-        except (BrokenPipeError, OSError):
-            self._start()
-            self.conn.send((self.spec, method, args))
-        if not self.conn.poll(timeout):
+            _write_frame(self.proc.stdin.fileno(), (self.spec, method, args))
+            kind, payload = _read_frame(self.proc.stdout.fileno(), deadline)
+        except TimeoutError:
             self.close(kill=True)
-            raise Timeout(f"{self.label}: timed out after {timeout:g} s")
-        try:
-            kind, payload = self.conn.recv()
-        except (EOFError, OSError):
-            self.proc.join(5)
-            code = self.proc.exitcode
+            raise Timeout(f"{self.label}: timed out after {timeout:g} s") from None
+        except (EOFError, BrokenPipeError, OSError):
+            try:
+                code = self.proc.wait(10)
+            except Exception:
+                self.proc.kill()
+                code = self.proc.wait()
             self.proc = None
-            raise BackendCrash(f"{self.label} crashed: {describe_exit(code)}{self._stderr_tail()}") from None
+            raise BackendCrash(f"{self.label} crashed: {describe_exit(code)}{self._stderr_tail(offset)}") from None
         if kind == "ok":
             return payload
         cls_name, status, message = payload
         if status == "unsupported":
-            err = UnsupportedOp(self.label, message)
-        else:
-            err = _ERROR_CLASSES.get(status, BackendError)(message)
-        raise err
+            raise UnsupportedOp(self.label, message)
+        raise _ERROR_CLASSES.get(status, BackendError)(message)
 
-    def _stderr_tail(self) -> str:
+    def _stderr_tail(self, offset: int = 0) -> str:
         try:
-            with open(self.stderr_path, errors="replace") as f:
-                lines = [ln.rstrip() for ln in f.read().splitlines() if ln.strip()]
+            with open(self.stderr_path, "rb") as f:
+                f.seek(offset)
+                text = f.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
-        lines = [ln for ln in lines if "Stack dump" not in ln and not ln.lstrip().startswith("#")]
+        lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+        lines = [ln for ln in lines if "Stack dump" not in ln and not ln.lstrip().startswith("#")
+                 and not ln.startswith(("I1", "W1", "PLEASE submit"))]
         return ("; stderr: " + " | ".join(lines[-4:])) if lines else ""
 
     def close(self, kill: bool = False) -> None:
-        if self.proc is not None:
-            if not kill:
-                try:
-                    self.conn.send(None)
-                except Exception:
-                    pass
-                self.proc.join(2)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join(2)
+        p = self.proc
         self.proc = None
+        if p is None:
+            return
+        try:
+            if not kill:
+                p.stdin.close()
+                p.wait(2)
+        except Exception:
+            pass
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        for f in (p.stdin, p.stdout):
+            try:
+                f.close()
+            except Exception:
+                pass
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:
@@ -421,15 +488,13 @@ class NativeBackend(Backend):
     def _call(self, text: str, args: list[np.ndarray], opts: Any,
               default_isolate: bool | None = None) -> list[np.ndarray]:
         """Isolation: ``opts.isolate`` or ``opts.extra["isolate"]`` when set,
-        else ``default_isolate``, else the backend's default. Tests default
-        to in-process (the runner already runs them in worker processes); a
-        daemonic process cannot have children and runs in-process."""
+        else ``default_isolate``, else the backend's default."""
         isolate = getattr(opts, "isolate", None)
         if isolate is None:
             extra = getattr(opts, "extra", None) or {}
             isolate = extra.get("isolate", self.isolate if default_isolate is None else default_isolate)
         self.check_available()
-        if not isolate or mp.current_process().daemon:
+        if not isolate:
             return self.execute(text, args)
         if self._child is None:
             self._child = Isolated(self.spec, self.name)
@@ -511,7 +576,7 @@ class NativeBackend(Backend):
             if op.name == "check.expect_serialized_eq":
                 raise UnsupportedOp(self.name, "check.expect_serialized_eq needs interpreter probes")
         types = [t for op in checks for t in op.operand_types]
-        flat = self._run(module, func, (), types, True, opts, default_isolate=False)
+        flat = self._run(module, func, (), types, True, opts)
         grouped: list[list[np.ndarray]] = []
         k = 0
         for op in checks:
