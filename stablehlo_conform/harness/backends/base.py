@@ -205,7 +205,8 @@ class Isolated:
                 self.proc.kill()
                 code = self.proc.wait()
             self.proc = None
-            raise BackendCrash(f"{self.label} crashed: {describe_exit(code)}{self._stderr_tail(offset)}") from None
+            why = describe_exit(code) + self._stderr_tail(offset)
+            raise BackendCrash(f"{self.label} crashed: {why}") from None
         if kind == "ok":
             return payload
         cls_name, status, message = payload
@@ -535,7 +536,8 @@ class NativeBackend(Backend):
             try:
                 text = frontend.refine_shapes(text)
             except Exception as e:
-                raise UnsupportedOp(label, f"dynamic shapes could not be refined: {str(e).strip()[:200]}") from None
+                why = str(e).strip()[:200]
+                raise UnsupportedOp(label, f"dynamic shapes could not be refined: {why}") from None
             head = next((ln for ln in text.splitlines() if "func.func public @main(" in ln), "")
             if "?" in head:
                 raise UnsupportedOp(label, "dynamic shapes remain after refinement")
@@ -554,7 +556,8 @@ class NativeBackend(Backend):
             v = decode(w, outs[k:k + n])
             want = w.ttype.shape
             if len(v.shape) != len(want) or any(d not in (None, s) for d, s in zip(want, v.shape)):
-                raise BackendError(f"{label} returned shape {list(v.shape)} for result #{i} of type {w.ttype}")
+                raise BackendError(f"{label} returned shape {list(v.shape)} for result #{i} "
+                                   f"of type {w.ttype}")
             values.append(v)
             k += n
         return values
