@@ -362,7 +362,8 @@ def _values_to_array(vals: list, et: ElementType) -> np.ndarray:
             else:
                 out[i] = np.float64(v).astype(dt)
         return out
-    return np.array(vals, dtype=np.float64).astype(dt)
+    with np.errstate(over="ignore"):  # a decimal beyond the type's range is inf
+        return np.array(vals, dtype=np.float64).astype(dt)
 
 
 def decode_dense_literal(body: str, ttype: TensorType) -> np.ndarray:
