@@ -95,7 +95,7 @@ def compare_values(a: Any, b: Any, ttype=None) -> dict[str, Any]:
         u = ulp[idx]
         out.update(status="mismatch", message=(
             f"{int(np.count_nonzero(~ok))}/{a.size} elements differ; first at index {list(idx)}: "
-            f"{aw[idx]!r} vs {bw[idx]!r}" + (f" ({int(u)} ULP)" if u != never else "")))
+            f"{aw[idx].item()!r} vs {bw[idx].item()!r}" + (f" ({int(u)} ULP)" if u != never else "")))
     return out
 
 
