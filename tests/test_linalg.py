@@ -186,6 +186,61 @@ def test_convolution_matches_direct_reference_nchw_and_nhwc(case):
     np.testing.assert_array_equal(out, refh.astype(np.float32))
 
 
+BLOCK_CASES = [
+    # (x shape, w shape, dim_numbers, window, element): each large enough to
+    # be split into several blocks of at least CONV_BLOCK_MIN_MNK
+    ((2, 40, 20, 32), (3, 3, 32, 64), "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+     "stride = [1, 1], pad = [[1, 1], [1, 1]]", "f32"),
+    ((4, 24, 41, 31), (40, 24, 3, 2), "[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]",
+     "stride = [2, 1], pad = [[1, 0], [0, 1]], rhs_dilate = [1, 2]", "f32"),
+    ((5, 400, 16), (5, 16, 96), "[b, 0, f]x[0, i, o]->[b, 0, f]", "stride = [1], pad = [[2, 2]]", "f32"),
+    ((4, 40, 30, 24), (2, 2, 24, 48), "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+     "stride = [1, 1], lhs_dilate = [2, 1]", "f64"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BLOCK_CASES)))
+def test_convolution_row_blocks_give_the_single_gemm_values(case, monkeypatch):
+    """f32/f64 convolutions multiply the im2col rows block by block: the
+    values are bit-identical to one GEMM over all rows."""
+    from stablehlo_conform.kernels import linalg
+
+    xs, ws, dn, window, el = BLOCK_CASES[case]
+    rng = np.random.default_rng(10 + case)
+    dt = np.float32 if el == "f32" else np.float64
+    x = rng.standard_normal(xs).astype(dt)
+    w = rng.standard_normal(ws).astype(dt)
+    text = conv_text(xs, ws, (0,), el, el, dn, window)
+    # result shape left dynamic: the kernel's computed shape is returned
+    text = text.replace(ty((0,), el), "tensor<" + "?x" * len(xs) + el + ">")
+    calls = []
+    real_dot = np.dot
+
+    def counting_dot(*a, **k):
+        calls.append(a[0].shape)
+        return real_dot(*a, **k)
+
+    monkeypatch.setattr(np, "dot", counting_dot)
+    monkeypatch.setattr(linalg, "CONV_BLOCK_BYTES", 1 << 62)
+    single = one(text, x, w)
+    assert len(calls) == 1
+    for nbytes in (1, 100_000, 3 << 20):
+        monkeypatch.setattr(linalg, "CONV_BLOCK_BYTES", nbytes)
+        calls.clear()
+        out = one(text, x, w)
+        np.testing.assert_array_equal(out, single)
+        assert out.dtype == dt and out.flags.c_contiguous
+        if nbytes == 1:
+            assert len(calls) > 1
+        # no block below the minimum size (the BLAS's small-matrix kernels)
+        assert all(r * w.shape[-1 if dn.startswith("[b, 0") else 0] * c >= linalg.CONV_BLOCK_MIN_MNK
+                   for r, c in calls)
+    # the values are the convolution's: the same program in f64
+    t64 = text.replace(el, "f64")
+    np.testing.assert_allclose(single, one(t64, x.astype(np.float64), w.astype(np.float64)),
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_convolution_int8_to_int32():
     x = np.full((1, 1, 4, 4), 100, np.int8)
     w = np.full((1, 1, 3, 3), 100, np.int8)

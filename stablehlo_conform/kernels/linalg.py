@@ -155,7 +155,9 @@ def dot_general(op, lhs, rhs):
 
 def convolution_arrays(lhs, rhs, *, strides, pad, lhs_dil, rhs_dil, reversal, dn,
                        fgc: int, bgc: int, out_dtype, out_shape=None) -> np.ndarray:
-    """spec.md#convolution: one im2col gather and one batched matmul."""
+    """spec.md#convolution: an im2col gather and a batched matmul (for f32/f64
+    operands without groups, gathered and multiplied in cache-sized row
+    blocks: see ``_conv_gemm_blocked``)."""
     isd = [int(v) for v in dn.input_spatial_dimensions]
     ksd = [int(v) for v in dn.kernel_spatial_dimensions]
     osd = [int(v) for v in dn.output_spatial_dimensions]
@@ -198,7 +200,13 @@ def convolution_arrays(lhs, rhs, *, strides, pad, lhs_dil, rhs_dil, reversal, dn
         v = np.moveaxis(v, 1 + ns, -1)
         P = int(np.prod(counts, dtype=np.int64))
         Kp = int(np.prod(ksz, dtype=np.int64))
-        if fgc > 1:
+        # f32/f64 operands: blocked GEMM (same values); other types (integers
+        # exact, narrow floats rounded once) keep the single product below
+        blocked = G == 1 and cdt.kind == "f" and lhs.dtype == cdt and rhs.dtype == cdt
+        if blocked:
+            out = _conv_gemm_blocked(v, w.reshape(O, Kp * w.shape[-1]), cdt)
+            mine = out.reshape((N,) + tuple(counts) + (O,))
+        elif fgc > 1:
             Cg = C // G
             v = v.reshape(v.shape[:-1] + (G, Cg))
             A = np.moveaxis(v, -2, 0).reshape(G, N * P, Kp * Cg)
@@ -209,15 +217,77 @@ def convolution_arrays(lhs, rhs, *, strides, pad, lhs_dil, rhs_dil, reversal, dn
             A = v.reshape((G, Nb) + v.shape[1:]).reshape(G, Nb * P, Kp * C)
             Og = O // G
             W = w.reshape(G, Og, Kp * w.shape[-1]).transpose(0, 2, 1)
-        out = matmul_exact(A, W, cdt)  # G, N'*P, Og
-        out = out.reshape((G, Nout) + tuple(counts) + (Og,))
-        mine = np.moveaxis(out, 0, -2).reshape((Nout,) + tuple(counts) + (O,))
+        if not blocked:
+            out = matmul_exact(A, W, cdt)  # G, N'*P, Og
+            out = out.reshape((G, Nout) + tuple(counts) + (Og,))
+            mine = np.moveaxis(out, 0, -2).reshape((Nout,) + tuple(counts) + (O,))
     perm = [0] * (ns + 2)
     perm[ob] = 0
     for i, d in enumerate(osd):
         perm[d] = 1 + i
     perm[of] = ns + 1
     return finish(np.transpose(mine, perm), out_dtype)
+
+
+CONV_BLOCK_BYTES = 3 << 20
+CONV_BLOCK_MIN_MNK = 1 << 22
+
+
+def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarray:
+    """The im2col product ``windows @ w2.T`` of a convolution, block by block.
+
+    ``v`` is the window view ``(N, P..., K..., C)`` and ``w2`` the kernel as
+    ``(O, K*C)``. Rows of the im2col matrix (output positions) are gathered
+    into a buffer of about ``CONV_BLOCK_BYTES`` and multiplied by one GEMM per
+    block into the matching rows of the result, so the gathered block is
+    still in cache when the GEMM reads it: the tall-skinny GEMM of a
+    convolution with few output features then runs much closer to the BLAS
+    peak than one GEMM over the whole gathered matrix.
+
+    A GEMM computes every result row from its own left-operand row with the
+    same contraction order whatever the number of rows, as long as the call
+    is large enough for the BLAS to use its general kernel (small calls may
+    go through other kernels). Every block therefore has at least
+    ``CONV_BLOCK_MIN_MNK`` multiply-adds (short tails join the block before
+    them), and smaller problems, single output features and single-term
+    contractions use one GEMM: the values are those of the single product.
+    """
+    kc = w2.shape[1]
+    O = w2.shape[0]
+    wt = np.ascontiguousarray(w2, dtype=cdt).T  # K*C, O (the layout of the single product)
+    ns = (v.ndim - 2) // 2
+    row_dims = v.shape[: 1 + ns]
+    rows = int(np.prod(row_dims, dtype=np.int64))
+    out = np.empty((rows, O), dtype=cdt)
+    if rows == 0:
+        return out
+    min_rows = max(16, -(-CONV_BLOCK_MIN_MNK // max(1, O * kc)))
+    target = max(min_rows, CONV_BLOCK_BYTES // max(1, kc * cdt.itemsize))
+    if O == 1 or kc <= 1 or rows < 2 * min_rows:
+        target = rows
+    # iterate over the leading dims one index at a time, then in steps along
+    # dimension j that cover whole trailing output positions
+    j = 0
+    inner = rows // row_dims[0]
+    while inner > target and j < ns:
+        j += 1
+        inner //= row_dims[j]
+    step = max(1, -(-target // inner))
+    starts = list(range(0, row_dims[j], step))
+    if len(starts) > 1 and (row_dims[j] - starts[-1]) * inner < min_rows:
+        starts.pop()
+    bounds = list(zip(starts, starts[1:] + [row_dims[j]]))
+    buf = np.empty((max(b - a for a, b in bounds) * inner, kc), dtype=cdt)
+    r0 = 0
+    for prefix in np.ndindex(*row_dims[:j]):
+        for a, b in bounds:
+            blk = v[prefix + (slice(a, b),)]
+            k = (b - a) * inner
+            dst = buf[:k]
+            np.copyto(dst.reshape(blk.shape), blk)
+            np.dot(dst, wt, out=out[r0:r0 + k])
+            r0 += k
+    return out
 
 
 def _conv(op, lhs, rhs, pad):
