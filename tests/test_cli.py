@@ -165,3 +165,21 @@ def test_programs_with_arguments_run_as_tests(tmp_path):
     assert "[4, 6]" in by_file["b_wrong.mlir"]["message"]
     assert by_file["c_poly.mlir"]["status"] == "pass"
     assert "generated inputs" in by_file["c_poly.mlir"]["message"]
+
+
+def test_nothing_is_written_outside_named_paths(tmp_path):
+    work = tmp_path / "work"
+    tmp = tmp_path / "tmp"
+    home = tmp_path / "home"
+    for d in (work, tmp, home):
+        d.mkdir()
+    (work / "a.mlir").write_text(PASSING + "\n// -----\n" + FAILING)
+    out = tmp_path / "named.json"
+    env = {**__import__("os").environ, "TMPDIR": str(tmp), "HOME": str(home)}
+    r = subprocess.run([sys.executable, "-m", "stablehlo_conform.cli", "run", str(work), "-j", "2",
+                        "--json", str(out)], capture_output=True, text=True, cwd=work, env=env,
+                       timeout=300)
+    assert r.returncode == 1
+    assert out.exists()
+    assert sorted(p.name for p in work.iterdir()) == ["a.mlir"]
+    assert list(tmp.iterdir()) == [] and list(home.iterdir()) == []

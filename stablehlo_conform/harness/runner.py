@@ -59,7 +59,6 @@ class _Worker:
     current: str | None = None
     started: float = 0.0
     done_ids: set[str] = field(default_factory=set)
-    stderr_path: str | None = None
 
 
 class Runner:

@@ -169,8 +169,8 @@ class Isolated:
         self.spec = spec
         self.label = label
         self.proc: Any = None
-        fd, self.stderr_path = tempfile.mkstemp(prefix="conform-", suffix=".stderr")
-        os.close(fd)
+        # an anonymous file (no name on disk) collects the child's stderr
+        self.stderr_file = tempfile.TemporaryFile()
 
     def _start(self) -> None:
         import subprocess
@@ -181,16 +181,16 @@ class Isolated:
         root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=err, env=env, close_fds=True)
+        self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr_file, env=env,
+                                     close_fds=True)
 
     def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
         import time
 
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        offset = os.path.getsize(self.stderr_path)
+        offset = os.fstat(self.stderr_file.fileno()).st_size
         deadline = time.monotonic() + timeout if timeout else None
         try:
             _write_frame(self.proc.stdin.fileno(), (self.spec, method, args))
@@ -216,10 +216,9 @@ class Isolated:
 
     def _stderr_tail(self, offset: int = 0) -> str:
         try:
-            with open(self.stderr_path, "rb") as f:
-                f.seek(offset)
-                text = f.read().decode("utf-8", errors="replace")
-        except OSError:
+            data = os.pread(self.stderr_file.fileno(), 1 << 20, offset)
+            text = data.decode("utf-8", errors="replace")
+        except (OSError, ValueError):
             return ""
         lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
         lines = [ln for ln in lines if "Stack dump" not in ln and not ln.lstrip().startswith("#")
@@ -249,7 +248,7 @@ class Isolated:
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:
             self.close(kill=True)
-            os.unlink(self.stderr_path)
+            self.stderr_file.close()
         except Exception:
             pass
 
