@@ -165,6 +165,28 @@ def test_iree_reports_unavailable_cleanly():
         get_backend("iree").run_function(mod, "main", ARGS)
 
 
+IREE_PROGRAM = """
+func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>, %i: tensor<4xi32>) -> (tensor<2x2xf32>, tensor<4xi32>) {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  %1 = stablehlo.multiply %i, %i : tensor<4xi32>
+  return %0, %1 : tensor<2x2xf32>, tensor<4xi32>
+}"""
+
+
+def test_iree_runs_a_program_like_numpy():
+    pytest.importorskip("iree.runtime", reason="IREE runtime is not installed (extra [iree])")
+    pytest.importorskip("iree.compiler", reason="IREE compiler is not installed (extra [iree])")
+    mod = load(IREE_PROGRAM)[0]
+    args = [np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((3, 2), np.float32),
+            np.array([1, -2, 3, 40000], np.int32)]
+    got = get_backend("iree").run_function(mod, "main", args)
+    want = get_backend("numpy").run_function(mod, "main", args)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+    assert want[0].tolist() == [[3.0, 3.0], [12.0, 12.0]]
+
+
 def _conform(*args, timeout=300):
     return subprocess.run(CONFORM + list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
