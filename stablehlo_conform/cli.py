@@ -5,7 +5,6 @@ Exit codes: 0 every selected test passed, 1 some test did not, 2 usage error.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import sys
 import time
@@ -21,14 +20,6 @@ STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 @click.version_option(package_name="stablehlo-conform")
 def main() -> None:
     """StableHLO conformance: run test programs, compare backends."""
-
-
-def _matches(rec_id: str, pattern: str | None) -> bool:
-    if not pattern:
-        return True
-    if any(c in pattern for c in "*?["):
-        return fnmatch.fnmatch(rec_id, pattern) or fnmatch.fnmatch(rec_id, f"*{pattern}*")
-    return pattern in rec_id
 
 
 class _Progress:
@@ -108,7 +99,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     --baseline: no regression; with --min-pass-rate: every op family at its
     rate; with both: both), 1 when it fails, 2 on a usage error.
     """
-    from .harness.cases import Options, discover
+    from .harness.cases import Options, discover, matches
     from .harness.gate import Baseline, GateError, parse_min_pass_rates
     from .harness.runner import Runner
 
@@ -124,7 +115,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     files = discover(list(paths))
     if not files:
         raise click.UsageError("no .mlir / bytecode files found")
-    opts = Options(backend=backend, timeout=timeout or None, max_bytes=_memory_budget(max_memory),
+    opts = Options(backend=backend, timeout=timeout or None, max_bytes=_memory_budget(max_memory), pattern=pattern,
                    compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
     if backend != "numpy":
         from .harness.backends import BackendUnavailable, available
@@ -153,7 +144,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
         stream.write("\n")  # end the line a killed run left half written
 
     def on_result(rec: dict) -> None:
-        if not _matches(rec["id"], pattern) and not rec["id"].endswith(">"):
+        if not matches(rec["id"], pattern) and not rec["id"].endswith(">"):
             return
         if pattern and rec["id"].endswith(">") and rec["status"] == "pass":
             return

@@ -6,6 +6,7 @@ import the bindings.
 
 from __future__ import annotations
 
+import fnmatch
 import time
 import traceback
 from collections.abc import Iterator
@@ -35,7 +36,17 @@ class Options:
     num_partitions: int | None = None
     infeed: str | None = None
     compare: tuple[str, ...] = ()
+    pattern: str | None = None  # -k: only tests whose id matches
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def matches(test_id: str, pattern: str | None) -> bool:
+    """``-k``: a substring of the test id, or a glob."""
+    if not pattern:
+        return True
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatch(test_id, pattern) or fnmatch.fnmatch(test_id, f"*{pattern}*")
+    return pattern in test_id
 
 
 def discover(paths: list[str]) -> list[str]:
@@ -166,6 +177,8 @@ def enumerate_file(path: str) -> FileCases:
 def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
     """Yields ("start", id) and ("result", record) events for one file."""
     cases = enumerate_file(path)
+    if opts.pattern:
+        skip = skip | {tid for tid, _m, _f in cases.tests + cases.programs if not matches(tid, opts.pattern)}
     for rec in cases.errors:
         if rec["id"] not in skip:
             yield ("result", rec)
