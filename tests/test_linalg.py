@@ -199,10 +199,24 @@ BLOCK_CASES = [
 ]
 
 
+def _blas_rows_independent(dt, blocks, n: int) -> bool:
+    """Whether this BLAS gives GEMM rows the same values when they are split
+    into calls of ``blocks`` (a list of ``(rows, k)``) with ``n`` columns as
+    with one call (true of OpenBLAS's SkylakeX kernels for large calls; its
+    Haswell/Zen kernels round depending on the call shape)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((sum(r for r, _ in blocks), blocks[0][1])).astype(dt)
+    b = np.ascontiguousarray(rng.standard_normal((n, blocks[0][1])).astype(dt)).T
+    cuts = np.cumsum([r for r, _ in blocks])[:-1]
+    parts = [np.dot(p, b) for p in np.split(a, cuts)]
+    return np.array_equal(np.concatenate(parts), np.dot(a, b))
+
+
 @pytest.mark.parametrize("case", range(len(BLOCK_CASES)))
 def test_convolution_row_blocks_give_the_single_gemm_values(case, monkeypatch):
     """f32/f64 convolutions multiply the im2col rows block by block: the
-    values are bit-identical to one GEMM over all rows."""
+    values are bit-identical to one GEMM over all rows wherever the BLAS
+    computes a row the same way whatever the call's row count."""
     from stablehlo_conform.kernels import linalg
 
     xs, ws, dn, window, el = BLOCK_CASES[case]
@@ -224,17 +238,21 @@ def test_convolution_row_blocks_give_the_single_gemm_values(case, monkeypatch):
     monkeypatch.setattr(linalg, "CONV_BLOCK_BYTES", 1 << 62)
     single = one(text, x, w)
     assert len(calls) == 1
+    n_out = w.shape[-1 if dn.startswith("[b, 0") else 0]
     for nbytes in (1, 100_000, 3 << 20):
         monkeypatch.setattr(linalg, "CONV_BLOCK_BYTES", nbytes)
         calls.clear()
         out = one(text, x, w)
-        np.testing.assert_array_equal(out, single)
+        blocks = list(calls)
+        if _blas_rows_independent(dt, blocks, n_out):
+            np.testing.assert_array_equal(out, single)
+        else:
+            np.testing.assert_allclose(out, single, rtol=1e-5, atol=1e-4)
         assert out.dtype == dt and out.flags.c_contiguous
         if nbytes == 1:
-            assert len(calls) > 1
+            assert len(blocks) > 1
         # no block below the minimum size (the BLAS's small-matrix kernels)
-        assert all(r * w.shape[-1 if dn.startswith("[b, 0") else 0] * c >= linalg.CONV_BLOCK_MIN_MNK
-                   for r, c in calls)
+        assert all(r * n_out * c >= linalg.CONV_BLOCK_MIN_MNK for r, c in blocks)
     # the values are the convolution's: the same program in f64
     t64 = text.replace(el, "f64")
     np.testing.assert_allclose(single, one(t64, x.astype(np.float64), w.astype(np.float64)),

@@ -5,7 +5,9 @@ See spec.md#dot_general, spec.md#convolution, spec.md#dynamic_conv,
 spec.md#cholesky, spec.md#triangular_solve, spec.md#batch_norm_training,
 spec.md#batch_norm_inference, spec.md#batch_norm_grad.
 
-Products go through one BLAS call (``np.matmul``). Floating-point inputs
+Products go through one BLAS call (``np.matmul``); f32/f64 convolutions
+large enough gather and multiply their im2col matrix in cache-sized row
+blocks, one GEMM per block (see ``_conv_gemm_blocked``). Floating-point inputs
 narrower than f32 (f16, bf16, f8, ...) are computed in f32 and rounded once
 into the result type. Integer products are exact: they run in f64 when every
 partial sum provably fits in 53 bits, otherwise in (u)int64 with wraparound,
@@ -244,13 +246,17 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
     convolution with few output features then runs much closer to the BLAS
     peak than one GEMM over the whole gathered matrix.
 
-    A GEMM computes every result row from its own left-operand row with the
-    same contraction order whatever the number of rows, as long as the call
-    is large enough for the BLAS to use its general kernel (small calls may
-    go through other kernels). Every block therefore has at least
-    ``CONV_BLOCK_MIN_MNK`` multiply-adds (short tails join the block before
-    them), and smaller problems, single output features and single-term
-    contractions use one GEMM: the values are those of the single product.
+    Values: OpenBLAS's default kernels here (SkylakeX) compute every result
+    row from its own left-operand row with the same contraction order
+    whatever the number of rows, as long as the call is large enough for
+    the general kernel (small calls go through other kernels). Every block
+    therefore has at least ``CONV_BLOCK_MIN_MNK`` multiply-adds (a short
+    tail joins the block before it), and smaller problems, single output
+    features and single-term contractions use one GEMM, so the values are
+    bit-identical to one GEMM over all rows. BLAS kernels whose rounding
+    depends on the call shape (e.g. OpenBLAS's Haswell/Zen kernels, whose
+    single-GEMM results also differ from SkylakeX's) can differ in the last
+    bits, within the ordering freedom of a float sum.
     """
     kc = w2.shape[1]
     O = w2.shape[0]
