@@ -74,7 +74,9 @@ def _programs():
         ("cnn", cnn, (f32(4, 32, 32, 16), f32(3, 3, 16, 32))),
         ("attention", attention, (f32(128, 64), f32(128, 64), f32(128, 64))),
         ("layernorm_gelu", layernorm_gelu, (f32(256, 512), f32(512), f32(512))),
-        ("rnn_while", rnn, (f32(1, 64), f32(50, 1, 32), f32(64, 64), f32(32, 64))),
+        # small recurrent weights: a contractive recurrence, so that 50 steps do
+        # not amplify last-bit differences of tanh into different results
+        ("rnn_while", rnn, (f32(1, 64), f32(50, 1, 32), 0.1 * f32(64, 64), 0.1 * f32(32, 64))),
         ("embedding", embedding, (f32(10000, 64), rng.integers(0, 10000, 512).astype(np.int32),
                                   f32(512, 64))),
         ("topk_sort", topk_sort, (f32(64, 1024),)),
