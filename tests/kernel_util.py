@@ -26,7 +26,11 @@ def one(text: str, *args, **kw):
 
 def assert_interpret_file_passes(name: str) -> None:
     """Every test of ``interpret/<name>.mlir`` runs and all its checks pass."""
-    path = SUITE / "interpret" / f"{name}.mlir"
+    assert_suite_file_passes(SUITE / "interpret" / f"{name}.mlir")
+
+
+def assert_suite_file_passes(path: Path) -> None:
+    """Every test of a suite file runs and all its checks pass."""
     if not path.exists():
         pytest.skip("../shared/stablehlo-suite is absent")
     load_all()

@@ -16,26 +16,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from stablehlo_conform import frontend
-from stablehlo_conform.engine import Engine
-from stablehlo_conform.errors import UnsupportedOp
 from stablehlo_conform.kernels.linalg import dot_general_arrays
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".." / "shared" / "stablehlo-suite"
 
 
-def run(text: str, *args):
-    (mod,) = frontend.load_text(text)
-    try:
-        return Engine(mod).call("main", args)
-    except UnsupportedOp as e:
-        pytest.skip(f"needs a kernel outside this family: {e}")
-
-
-def one(text: str, *args):
-    (out,) = run(text, *args)
-    return out
+from kernel_util import assert_suite_file_passes, one, run  # noqa: E402
 
 
 def ty(shape, el):
@@ -426,24 +413,12 @@ def test_ragged_dot_groups_rows_and_zeroes_the_rest():
 # ----------------------------------------------------------------------------- official tests
 
 
-def run_suite_file(path: Path) -> None:
-    if not path.exists():
-        pytest.skip("../shared/stablehlo-suite is absent")
-    for mod in frontend.load_file(path, split=True):
-        for f in mod.tests():
-            eng = Engine(mod)
-            try:
-                eng.call(f.name, ())
-            except UnsupportedOp as e:
-                pytest.skip(f"needs a kernel outside this family: {e}")
-            bad = [c for c in eng.checks if not c[0]]
-            assert eng.checks and not bad, (path.name, f.name, bad)
 
 
 @pytest.mark.parametrize("name", ["dot_general", "convolution", "dynamic_conv", "fft", "triangular_solve",
                                   "chlo/ragged_dot"])
 def test_interpret_suite(name):
-    run_suite_file(SUITE / "interpret" / f"{name}.mlir")
+    assert_suite_file_passes(SUITE / "interpret" / f"{name}.mlir")
 
 
 @pytest.mark.parametrize("name", ["dot_general_bfloat16_4_3_complex64_3_6", "dot_general_int8_4_3_int32_3_6",
@@ -452,4 +427,4 @@ def test_interpret_suite(name):
                                   "fft_float32_14_15_0_17",
                                   "triangular_solve_float16_4_4_float16_4_1"])
 def test_testdata(name):
-    run_suite_file(SUITE / "testdata" / f"{name}.mlir")
+    assert_suite_file_passes(SUITE / "testdata" / f"{name}.mlir")

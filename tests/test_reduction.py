@@ -14,26 +14,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from stablehlo_conform import frontend
-from stablehlo_conform.engine import Engine
-from stablehlo_conform.errors import UnsupportedOp
 from stablehlo_conform.kernels import reduction
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".." / "shared" / "stablehlo-suite"
 
 
-def run(text: str, *args):
-    (mod,) = frontend.load_text(text)
-    try:
-        return Engine(mod).call("main", args)
-    except UnsupportedOp as e:
-        pytest.skip(f"needs a kernel outside this family: {e}")
-
-
-def one(text: str, *args):
-    (out,) = run(text, *args)
-    return out
+from kernel_util import assert_suite_file_passes, one, run  # noqa: E402
 
 
 def ty(shape, el):
@@ -311,24 +298,12 @@ def test_chlo_scan_reverse_along_dim1():
 # ----------------------------------------------------------------------------- official tests
 
 
-def run_suite_file(path: Path) -> None:
-    if not path.exists():
-        pytest.skip("../shared/stablehlo-suite is absent")
-    for mod in frontend.load_file(path, split=True):
-        for f in mod.tests():
-            eng = Engine(mod)
-            try:
-                eng.call(f.name, ())
-            except UnsupportedOp as e:
-                pytest.skip(f"needs a kernel outside this family: {e}")
-            bad = [c for c in eng.checks if not c[0]]
-            assert eng.checks and not bad, (path.name, f.name, bad)
 
 
 @pytest.mark.parametrize("name", ["reduce", "reduce_window", "select_and_scatter", "map", "while",
                                   "chlo/scan"])
 def test_interpret_suite(name):
-    run_suite_file(SUITE / "interpret" / f"{name}.mlir")
+    assert_suite_file_passes(SUITE / "interpret" / f"{name}.mlir")
 
 
 @pytest.mark.parametrize("name", ["argmax_float32_4", "reduce_max_complex64_2_3", "cumsum_bfloat16_8_9",
@@ -336,4 +311,4 @@ def test_interpret_suite(name):
                                   "select_and_scatter_add_float32_2_3_4_float32_2_4_6",
                                   "reduce_window_min_float32_1_1600"])
 def test_testdata(name):
-    run_suite_file(SUITE / "testdata" / f"{name}.mlir")
+    assert_suite_file_passes(SUITE / "testdata" / f"{name}.mlir")
