@@ -28,7 +28,7 @@ without it operands are aligned on their trailing dimensions (NumPy rules).
 from __future__ import annotations
 
 import numpy as np
-import scipy.special as sc
+from ._lazy import special as sc
 
 from ._numeric import (
     bits_of,

@@ -17,7 +17,7 @@ the element type first. Complex branch cuts are NumPy's.
 from __future__ import annotations
 
 import numpy as np
-import scipy.special as sc
+from ._lazy import special as sc
 
 from ._numeric import wide
 from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary

@@ -12,7 +12,7 @@ are evaluated in complex128 and rounded once to the result type.
 from __future__ import annotations
 
 import numpy as np
-import scipy.special
+from ._lazy import special
 
 from .arith import (
     as_signed,
@@ -90,8 +90,8 @@ _unary_float("math.tanh", np.tanh)
 _unary_float("math.asinh", np.arcsinh)
 _unary_float("math.acosh", np.arccosh)
 _unary_float("math.atanh", np.arctanh)
-_unary_float("math.erf", scipy.special.erf)
-_unary_float("math.erfc", scipy.special.erfc)
+_unary_float("math.erf", special.erf)
+_unary_float("math.erfc", special.erfc)
 _binary_float("math.atan2", np.arctan2)
 _binary_float("math.powf", np.power)
 _binary_float("math.copysign", np.copysign)
