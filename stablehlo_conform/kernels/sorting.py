@@ -4,8 +4,16 @@ See spec.md#sort. The comparator region is evaluated on lanes: a bottom-up
 merge sort merges all runs of one width at once, placing every element by a
 vectorised binary search into the neighbouring run (one comparator call per
 search step over all elements), which yields a stable sort for any strict
-weak order. Comparators that are a single ``compare LT/GT`` of one operand
-pair take a ``np.argsort(kind="stable")`` fast path instead.
+weak order.
+
+Key extraction: the comparator region is analysed once (which block
+arguments each value depends on). When it returns one ``compare LT|GT`` whose
+lhs depends only on argument ``2k`` and rhs only on ``2k+1`` (either way
+round), both sides are run once on lanes over the whole operand ``k``; if the
+two key arrays agree bitwise, a stable ``np.argsort`` of the keys (ordered
+as the compare kernel orders them: TOTALORDER, FLOAT without NaN keys,
+SIGNED, UNSIGNED) gives the permutation, else the merge sort runs. This
+covers JAX's float comparators (``-0 -> +0``, canonical NaN, TOTALORDER).
 """
 
 from __future__ import annotations
@@ -14,6 +22,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._numeric import bits_of, wide
+from .comparison import enum_value
+from .comparison import total_order_key as cmp_total_order_key
 from .registry import kernel
 
 _FLOAT_KINDS = ("float",)
@@ -36,47 +47,146 @@ def stable_argsort(keys: np.ndarray, descending: bool) -> np.ndarray:
     return (n - 1) - rev
 
 
-def _simple_comparator(op, inputs) -> tuple[int, bool, str] | None:
-    """``(operand index, descending, key kind)`` for a comparator that is one
-    ``compare LT|GT`` of an operand pair, else None."""
-    region = op.op.regions[0]
-    if len(region.blocks) != 1:
+_IMPURE = frozenset({
+    "stablehlo.custom_call", "stablehlo.rng", "stablehlo.rng_bit_generator",
+    "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv",
+    "stablehlo.optimization_barrier", "func.call",
+})
+
+
+class KeyPlan:
+    """A comparator ``compare(f(a_k), f(b_k))``: operand ``k`` sorted by the
+    key ``f`` computed once per element.
+
+    ``arg_vid``/``ops``/``key_vid`` give the key's computation from one block
+    argument, ``other_*`` the same for the opposite side (both must agree
+    bitwise on the operand), ``descending`` the order, ``ctype`` and
+    ``element`` the comparison's type."""
+
+    __slots__ = ("k", "descending", "ctype", "element", "sides", "cmp")
+
+    def __init__(self, k, descending, ctype, element, sides, cmp):
+        self.k = k
+        self.descending = descending
+        self.ctype = ctype
+        self.element = element
+        self.sides = sides  # per side: (arg vid, arg type, ops, key vid)
+        self.cmp = cmp
+
+
+def _key_plan(op) -> KeyPlan | None:
+    """Analyse the comparator region once: which block arguments each value
+    depends on. Matches a returned ``compare LT|GT`` whose two sides each
+    depend on one argument of the same operand pair (``2k`` and ``2k+1``)."""
+    cached = op.op.__dict__.get("_sort_key_plan", False)
+    if cached is not False:
+        return cached
+    plan = _analyse(op.op)
+    op.op._sort_key_plan = plan
+    return plan
+
+
+def _analyse(sort_op) -> KeyPlan | None:
+    from .. import types as T
+
+    if len(sort_op.regions) != 1 or len(sort_op.regions[0].blocks) != 1:
         return None
-    block = region.blocks[0]
+    block = sort_op.regions[0].blocks[0]
     ops = block.ops
-    if len(ops) != 2 or ops[0].name != "stablehlo.compare" or ops[1].name != "stablehlo.return":
+    if not ops or ops[-1].name != "stablehlo.return" or len(ops[-1].operands) != 1:
         return None
-    if tuple(ops[1].operands) != tuple(ops[0].results):
+    body = ops[:-1]
+    arg_index = {v: i for i, v in enumerate(block.args)}
+    deps: dict[int, frozenset] = {v: frozenset((i,)) for v, i in arg_index.items()}
+    producer: dict[int, int] = {}
+    for j, o in enumerate(body):
+        if o.regions or o.successors or o.name in _IMPURE:
+            return None
+        d = frozenset()
+        for v in o.operands:
+            d |= deps.get(v, frozenset())  # values from above depend on no argument
+        for v in o.results:
+            deps[v] = d
+            producer[v] = j
+    (ret,) = ops[-1].operands
+    if ret not in producer:
         return None
-    direction = str(ops[0].attrs.get("comparison_direction", ""))
+    cmp = body[producer[ret]]
+    if cmp.name != "stablehlo.compare" or len(cmp.operands) != 2:
+        return None
+    direction = enum_value(cmp.attrs.get("comparison_direction"))
     if direction not in ("LT", "GT"):
         return None
-    args = block.args
-    a, b = ops[0].operands
-    if a not in args or b not in args:
+    lhs, rhs = cmp.operands
+    dl, dr = deps.get(lhs, frozenset()), deps.get(rhs, frozenset())
+    if len(dl) != 1 or len(dr) != 1:
         return None
-    ia, ib = args.index(a), args.index(b)
-    if ia // 2 != ib // 2 or ia == ib:
+    (il,), (ir,) = dl, dr
+    if il // 2 != ir // 2 or il == ir:
         return None
-    k = ia // 2
-    swapped = ia % 2 == 1
+    k = il // 2
+    swapped = il % 2 == 1
+    ty = cmp.operand_types[0]
+    el = getattr(ty, "element", ty)
+    if not isinstance(el, T.ElementType) or getattr(ty, "shape", ()) != ():
+        return None
+    if cmp.operand_types[1] != cmp.operand_types[0]:
+        return None
+    ctype = enum_value(cmp.attrs.get("compare_type"))
+    ok = {"float": ("TOTALORDER", "FLOAT", None), "int": ("SIGNED", None),
+          "uint": ("UNSIGNED", None), "bool": ("UNSIGNED", None)}.get(el.kind, ())
+    if ctype not in ok:
+        return None
+    if ctype is None and el.kind == "float":
+        ctype = "FLOAT"
+
+    def side(value, arg):
+        need = {value}
+        chosen = []
+        for o in reversed(body):
+            if any(r in need for r in o.results):
+                chosen.append(o)
+                need.update(o.operands)
+        return block.args[arg], block.arg_types[arg], tuple(reversed(chosen)), value
+
     descending = (direction == "GT") != swapped
-    el = getattr(op.operand_type(k), "element", None)
-    if el is None or getattr(el, "quantized", False):
-        return None
-    ctype = ops[0].attrs.get("compare_type")
-    ctype = None if ctype is None else str(ctype)
-    if el.kind == "int" and ctype in (None, "SIGNED"):
-        return k, descending, "plain"
-    if el.kind in ("uint", "bool") and ctype in (None, "UNSIGNED"):
-        return k, descending, "plain"
-    if el.kind == "float" and ctype == "TOTALORDER":
-        return k, descending, "total"
-    if el.kind == "float" and ctype in (None, "FLOAT"):
-        if np.isnan(np.asarray(inputs[k]).astype(np.float64)).any():
+    return KeyPlan(k, descending, ctype, el, (side(lhs, il), side(rhs, ir)), cmp)
+
+
+def _keys(op, plan: KeyPlan, x: np.ndarray) -> np.ndarray | None:
+    """The comparison keys of every element of ``x`` (shape ``(batch, n)``),
+    or None when the two sides of the comparator disagree."""
+    from ..program import Block, Op, Region
+
+    eng = op.engine
+    out = []
+    for arg_vid, arg_type, ops, key_vid in plan.sides:
+        ret = Op("stablehlo.return", (key_vid,), (), (plan.cmp.operand_types[0],), (), {}, (),
+                 plan.cmp.loc)
+        region = Region((Block((arg_vid,), (arg_type,), ops + (ret,)),))
+        (key,) = eng.run_region(region, (x,), dict(eng.current_env), lanes=True)
+        key = np.asarray(key)
+        if key.dtype != plan.element.dtype:
             return None
-        return k, descending, "float"
-    return None
+        try:
+            key = np.broadcast_to(key, x.shape)
+        except ValueError:
+            return None
+        out.append(np.ascontiguousarray(key))
+    a, b = out
+    if a.tobytes() != b.tobytes():
+        return None
+    kind = plan.element.kind
+    if kind == "float":
+        if plan.ctype == "TOTALORDER":
+            return cmp_total_order_key(a)
+        w = wide(a)
+        if np.isnan(w).any():
+            return None
+        return w
+    if kind in ("int", "uint") and bits_of(a.dtype) < 8:
+        return a.astype(np.int64)
+    return a
 
 
 def merge_sort_perm(less: Callable[[np.ndarray, np.ndarray], np.ndarray], batch: int, n: int) -> np.ndarray:
@@ -132,16 +242,13 @@ def sort_arrays(op, inputs, dimension: int) -> tuple:
     if n <= 1 or batch == 0:
         perm = np.broadcast_to(np.arange(n, dtype=np.int64), (batch, n))
     else:
-        simple = _simple_comparator(op, arrs)
-        if simple is not None:
-            k, descending, how = simple
-            key = flat[k]
-            if how == "total":
-                key = total_order_key(key)
-            elif how == "float" or key.dtype.kind not in "biuf":
-                key = key.astype(np.float64)
-            perm = stable_argsort(key, descending)
-        else:
+        perm = None
+        plan = _key_plan(op)
+        if plan is not None:
+            key = _keys(op, plan, flat[plan.k])
+            if key is not None:
+                perm = stable_argsort(key, plan.descending)
+        if perm is None:
             body = op.region(0, lanes=True)
             rows = np.arange(batch, dtype=np.int64)[:, None]
 
