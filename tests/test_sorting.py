@@ -2,8 +2,9 @@
 
 Comparators of the form ``compare LT|GT (f(a_k), f(b_k))`` (as JAX emits for
 ``jnp.sort`` on floats: -0 -> +0, NaN canonicalised, then a TOTALORDER
-compare) are sorted by computing the keys once and a stable argsort. Each
-case checks that the fast path is taken (the merge sort is made to fail) and
+compare) are sorted by computing the keys once and a stable argsort;
+lexicographic comparators (``or(lt0, and(eq0, lt1))``, ``select(eq0, lt1,
+lt0)``) by one stable argsort per key. Each case checks that the fast path is taken (the merge sort is made to fail) and
 that it gives exactly the general merge path's result, bit for bit.
 """
 
@@ -12,10 +13,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from kernel_util import run
 
 from stablehlo_conform.kernels import sorting
-
-from kernel_util import run
 
 NAN_BITS = {"f32": "0x7FC00000", "bf16": "0x7FC0", "f64": "0x7FF8000000000000", "f16": "0x7E00"}
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "f16": np.float16,
@@ -206,20 +206,80 @@ def test_jax_sort_by_hand(monkeypatch):
     assert np.signbit(s[0, 7])  # the value is moved, not the key: -NaN stays -NaN
 
 
-def test_lexicographic_comparator_falls_back(monkeypatch):
-    text = """
+LEX_OR = """
+func.func @main(%x: tensor<{shape}xi32>, %y: tensor<{shape}xf32>, %z: tensor<{shape}xi32>) -> (tensor<{shape}xi32>, tensor<{shape}xf32>, tensor<{shape}xi32>) {{
+  %0:3 = "stablehlo.sort"(%x, %y, %z) ({{
+    ^bb0(%a0: tensor<i32>, %b0: tensor<i32>, %a1: tensor<f32>, %b1: tensor<f32>, %a2: tensor<i32>, %b2: tensor<i32>):{kl}{kr}
+      %lt1 = stablehlo.compare {d1}, %kl, %kr, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %lt0 = stablehlo.compare {d0}, %a0, %b0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %eq0 = stablehlo.compare EQ, {eq_l}, {eq_r}, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %and = stablehlo.and %eq0, %lt1 : tensor<i1>
+      %or = stablehlo.or %lt0, %and : tensor<i1>
+      stablehlo.return %or : tensor<i1>
+  }}) {{dimension = {dim} : i64, is_stable = true}} : (tensor<{shape}xi32>, tensor<{shape}xf32>, tensor<{shape}xi32>) -> (tensor<{shape}xi32>, tensor<{shape}xf32>, tensor<{shape}xi32>)
+  func.return %0#0, %0#1, %0#2 : tensor<{shape}xi32>, tensor<{shape}xf32>, tensor<{shape}xi32>
+}}"""
+
+
+def lex_args(shape, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2, 3, shape).astype(np.int32)
+    y = values_for("f32", rng, shape)
+    z = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+    return [x, y, z]
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("d0,d1", [("LT", "LT"), ("GT", "LT"), ("LT", "GT")])
+def test_lexicographic_or_and_fast_path(monkeypatch, dim, d0, d1):
+    """JAX's two-key sort: int key, then the canonicalised float key."""
+    kl, kv = jax_key("%a1", "f32", "l")
+    kr, kw = jax_key("%b1", "f32", "r")
+    text = LEX_OR.format(shape="7x23", dim=dim, d0=d0, d1=d1, eq_l="%b0", eq_r="%a0",
+                         kl=kl.replace(kv, "%kl"), kr=kr.replace(kw, "%kr"))
+    args = lex_args((7, 23), dim + 3 * len(d0 + d1))
+    assert_same_bits(fast_path(monkeypatch, text, args), general_path(monkeypatch, text, args))
+
+
+def test_lexicographic_eq_of_other_values_falls_back(monkeypatch):
+    """``or(lt(x), and(eq(z), lt(y)))`` is not lexicographic in one key pair."""
+    kl, kv = jax_key("%a1", "f32", "l")
+    kr, kw = jax_key("%b1", "f32", "r")
+    text = LEX_OR.format(shape="7x23", dim=1, d0="LT", d1="LT", eq_l="%a2", eq_r="%b2",
+                         kl=kl.replace(kv, "%kl"), kr=kr.replace(kw, "%kr"))
+    calls = []
+    real = sorting.merge_sort_perm
+
+    def spy(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    args = lex_args((7, 23), 11)
+    monkeypatch.setattr(sorting, "merge_sort_perm", spy)
+    out = run(text, *args)
+    assert calls
+    # z is distinct, so the comparator is x ascending and ties kept in order
+    for r in range(7):
+        np.testing.assert_array_equal(out[2][r], args[2][r][np.argsort(args[0][r], kind="stable")])
+
+
+LEX_SELECT = """
 func.func @main(%x: tensor<6xi32>, %y: tensor<6xi32>) -> (tensor<6xi32>, tensor<6xi32>) {
   %0:2 = "stablehlo.sort"(%x, %y) ({
     ^bb0(%a: tensor<i32>, %b: tensor<i32>, %c: tensor<i32>, %d: tensor<i32>):
       %e = stablehlo.compare EQ, %a, %b, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
-      %l1 = stablehlo.compare LT, %c, %d, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %l1 = stablehlo.compare GT, %c, %d, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
       %l0 = stablehlo.compare LT, %a, %b, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
       %r = stablehlo.select %e, %l1, %l0 : tensor<i1>, tensor<i1>
       stablehlo.return %r : tensor<i1>
   }) {dimension = 0 : i64, is_stable = true} : (tensor<6xi32>, tensor<6xi32>) -> (tensor<6xi32>, tensor<6xi32>)
   func.return %0#0, %0#1 : tensor<6xi32>, tensor<6xi32>
 }"""
+
+
+def test_lexicographic_select_by_hand(monkeypatch):
     x = np.array([2, 1, 2, 1, 0, 2], np.int32)
     y = np.array([5, 4, 3, 9, 1, 3], np.int32)
-    sx, sy = run(text, x, y)
-    assert sx.tolist() == [0, 1, 1, 2, 2, 2] and sy.tolist() == [1, 4, 9, 3, 3, 5]
+    sx, sy = fast_path(monkeypatch, LEX_SELECT, [x, y])
+    assert sx.tolist() == [0, 1, 1, 2, 2, 2] and sy.tolist() == [1, 9, 4, 5, 3, 3]
+    assert_same_bits((sx, sy), general_path(monkeypatch, LEX_SELECT, [x, y]))

@@ -14,6 +14,9 @@ two key arrays agree bitwise, a stable ``np.argsort`` of the keys (ordered
 as the compare kernel orders them: TOTALORDER, FLOAT without NaN keys,
 SIGNED, UNSIGNED) gives the permutation, else the merge sort runs. This
 covers JAX's float comparators (``-0 -> +0``, canonical NaN, TOTALORDER).
+Lexicographic comparators (JAX's multi-key sorts, ``or(lt0, and(eq0, ...))``
+or ``select(eq0, ..., lt0)``) sort by each key in turn, least significant
+first.
 """
 
 from __future__ import annotations
@@ -55,15 +58,15 @@ _IMPURE = frozenset({
 
 
 class KeyPlan:
-    """A comparator ``compare(f(a_k), f(b_k))``: operand ``k`` sorted by the
-    key ``f`` computed once per element.
+    """One sort key of a comparator: ``compare(f(a_k), f(b_k))``, operand
+    ``k`` ordered by the key ``f`` computed once per element.
 
-    ``arg_vid``/``ops``/``key_vid`` give the key's computation from one block
-    argument, ``other_*`` the same for the opposite side (both must agree
-    bitwise on the operand), ``descending`` the order, ``ctype`` and
-    ``element`` the comparison's type."""
+    ``sides`` holds, for the compare's lhs and rhs, how to compute the key
+    from one block argument (both must agree bitwise on the operand);
+    ``descending`` the order, ``ctype`` and ``element`` the comparison's
+    type."""
 
-    __slots__ = ("k", "descending", "ctype", "element", "sides", "cmp")
+    __slots__ = ("cmp", "ctype", "descending", "element", "k", "sides")
 
     def __init__(self, k, descending, ctype, element, sides, cmp):
         self.k = k
@@ -74,10 +77,15 @@ class KeyPlan:
         self.cmp = cmp
 
 
-def _key_plan(op) -> KeyPlan | None:
-    """Analyse the comparator region once: which block arguments each value
-    depends on. Matches a returned ``compare LT|GT`` whose two sides each
-    depend on one argument of the same operand pair (``2k`` and ``2k+1``)."""
+def _key_plan(op) -> tuple[KeyPlan, ...] | None:
+    """Analyse the comparator region once (which block arguments each value
+    depends on): the sort keys, most significant first, or None.
+
+    Matched return values: a ``compare LT|GT`` whose two sides each depend
+    on one argument of the same operand pair (``2k`` and ``2k+1``, either way
+    round); and lexicographic combinations ``or(lt, and(eq, rest))`` or
+    ``select(eq, rest, lt)`` where ``eq`` is ``compare EQ`` of the same two
+    values (same type) as the key compare ``lt``."""
     cached = op.op.__dict__.get("_sort_key_plan", False)
     if cached is not False:
         return cached
@@ -86,7 +94,7 @@ def _key_plan(op) -> KeyPlan | None:
     return plan
 
 
-def _analyse(sort_op) -> KeyPlan | None:
+def _analyse(sort_op) -> tuple[KeyPlan, ...] | None:
     from .. import types as T
 
     if len(sort_op.regions) != 1 or len(sort_op.regions[0].blocks) != 1:
@@ -98,8 +106,8 @@ def _analyse(sort_op) -> KeyPlan | None:
     body = ops[:-1]
     arg_index = {v: i for i, v in enumerate(block.args)}
     deps: dict[int, frozenset] = {v: frozenset((i,)) for v, i in arg_index.items()}
-    producer: dict[int, int] = {}
-    for j, o in enumerate(body):
+    producer: dict[int, object] = {}
+    for o in body:
         if o.regions or o.successors or o.name in _IMPURE:
             return None
         d = frozenset()
@@ -107,38 +115,7 @@ def _analyse(sort_op) -> KeyPlan | None:
             d |= deps.get(v, frozenset())  # values from above depend on no argument
         for v in o.results:
             deps[v] = d
-            producer[v] = j
-    (ret,) = ops[-1].operands
-    if ret not in producer:
-        return None
-    cmp = body[producer[ret]]
-    if cmp.name != "stablehlo.compare" or len(cmp.operands) != 2:
-        return None
-    direction = enum_value(cmp.attrs.get("comparison_direction"))
-    if direction not in ("LT", "GT"):
-        return None
-    lhs, rhs = cmp.operands
-    dl, dr = deps.get(lhs, frozenset()), deps.get(rhs, frozenset())
-    if len(dl) != 1 or len(dr) != 1:
-        return None
-    (il,), (ir,) = dl, dr
-    if il // 2 != ir // 2 or il == ir:
-        return None
-    k = il // 2
-    swapped = il % 2 == 1
-    ty = cmp.operand_types[0]
-    el = getattr(ty, "element", ty)
-    if not isinstance(el, T.ElementType) or getattr(ty, "shape", ()) != ():
-        return None
-    if cmp.operand_types[1] != cmp.operand_types[0]:
-        return None
-    ctype = enum_value(cmp.attrs.get("compare_type"))
-    ok = {"float": ("TOTALORDER", "FLOAT", None), "int": ("SIGNED", None),
-          "uint": ("UNSIGNED", None), "bool": ("UNSIGNED", None)}.get(el.kind, ())
-    if ctype not in ok:
-        return None
-    if ctype is None and el.kind == "float":
-        ctype = "FLOAT"
+            producer[v] = o
 
     def side(value, arg):
         need = {value}
@@ -149,8 +126,83 @@ def _analyse(sort_op) -> KeyPlan | None:
                 need.update(o.operands)
         return block.args[arg], block.arg_types[arg], tuple(reversed(chosen)), value
 
-    descending = (direction == "GT") != swapped
-    return KeyPlan(k, descending, ctype, el, (side(lhs, il), side(rhs, ir)), cmp)
+    def compare_of(v, directions):
+        cmp = producer.get(v)
+        if cmp is None or cmp.name != "stablehlo.compare" or len(cmp.operands) != 2:
+            return None
+        direction = enum_value(cmp.attrs.get("comparison_direction"))
+        if direction not in directions:
+            return None
+        ty = cmp.operand_types[0]
+        el = getattr(ty, "element", ty)
+        if not isinstance(el, T.ElementType) or getattr(ty, "shape", ()) != ():
+            return None
+        if cmp.operand_types[1] != ty:
+            return None
+        ctype = enum_value(cmp.attrs.get("compare_type"))
+        ok = {"float": ("TOTALORDER", "FLOAT", None), "int": ("SIGNED", None),
+              "uint": ("UNSIGNED", None), "bool": ("UNSIGNED", None)}.get(el.kind, ())
+        if ctype not in ok:
+            return None
+        if ctype is None:
+            ctype = "FLOAT" if el.kind == "float" else ("SIGNED" if el.kind == "int" else "UNSIGNED")
+        return cmp, direction, el, ctype
+
+    def key(v):
+        m = compare_of(v, ("LT", "GT"))
+        if m is None:
+            return None
+        cmp, direction, el, ctype = m
+        lhs, rhs = cmp.operands
+        dl, dr = deps.get(lhs, frozenset()), deps.get(rhs, frozenset())
+        if len(dl) != 1 or len(dr) != 1:
+            return None
+        (il,), (ir,) = dl, dr
+        if il // 2 != ir // 2 or il == ir:
+            return None
+        descending = (direction == "GT") != (il % 2 == 1)
+        return KeyPlan(il // 2, descending, ctype, el, (side(lhs, il), side(rhs, ir)), cmp)
+
+    def is_eq_of(v, plan):
+        m = compare_of(v, ("EQ",))
+        if m is None:
+            return False
+        cmp, _, _, ctype = m
+        same = tuple(cmp.operands) in (tuple(plan.cmp.operands), tuple(plan.cmp.operands)[::-1])
+        return same and ctype == plan.ctype and cmp.operand_types == plan.cmp.operand_types
+
+    def match(v, depth=0):
+        if depth > 16:
+            return None
+        k = key(v)
+        if k is not None:
+            return (k,)
+        o = producer.get(v)
+        if o is None or len(o.operands) not in (2, 3):
+            return None
+        if o.name == "stablehlo.or" and len(o.operands) == 2:
+            for lt_v, and_v in (o.operands, o.operands[::-1]):
+                first = key(lt_v)
+                a = producer.get(and_v)
+                if first is None or a is None or a.name != "stablehlo.and" or len(a.operands) != 2:
+                    continue
+                for eq_v, rest_v in (a.operands, a.operands[::-1]):
+                    if is_eq_of(eq_v, first):
+                        rest = match(rest_v, depth + 1)
+                        if rest is not None:
+                            return (first,) + rest
+            return None
+        if o.name == "stablehlo.select" and len(o.operands) == 3:
+            eq_v, rest_v, lt_v = o.operands
+            first = key(lt_v)
+            if first is not None and is_eq_of(eq_v, first):
+                rest = match(rest_v, depth + 1)
+                if rest is not None:
+                    return (first,) + rest
+        return None
+
+    (ret,) = ops[-1].operands
+    return match(ret)
 
 
 def _keys(op, plan: KeyPlan, x: np.ndarray) -> np.ndarray | None:
@@ -187,6 +239,16 @@ def _keys(op, plan: KeyPlan, x: np.ndarray) -> np.ndarray | None:
     if kind in ("int", "uint") and bits_of(a.dtype) < 8:
         return a.astype(np.int64)
     return a
+
+
+def lexicographic_perm(keys: list[np.ndarray], descending: list[bool]) -> np.ndarray:
+    """Stable sorting permutation by ``keys[0]``, ties by ``keys[1]``, ...:
+    one stable argsort per key from the least significant one."""
+    perm = stable_argsort(keys[-1], descending[-1])
+    for key, desc in zip(keys[-2::-1], descending[-2::-1]):
+        step = stable_argsort(np.take_along_axis(key, perm, axis=-1), desc)
+        perm = np.take_along_axis(perm, step, axis=-1)
+    return perm
 
 
 def merge_sort_perm(less: Callable[[np.ndarray, np.ndarray], np.ndarray], batch: int, n: int) -> np.ndarray:
@@ -245,9 +307,14 @@ def sort_arrays(op, inputs, dimension: int) -> tuple:
         perm = None
         plan = _key_plan(op)
         if plan is not None:
-            key = _keys(op, plan, flat[plan.k])
-            if key is not None:
-                perm = stable_argsort(key, plan.descending)
+            keys = []
+            for spec in plan:
+                key = _keys(op, spec, flat[spec.k])
+                if key is None:
+                    break
+                keys.append(key)
+            else:
+                perm = lexicographic_perm(keys, [spec.descending for spec in plan])
         if perm is None:
             body = op.region(0, lanes=True)
             rows = np.arange(batch, dtype=np.int64)[:, None]
