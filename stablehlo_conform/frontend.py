@@ -349,13 +349,9 @@ def parse_chunk(chunk: Chunk):
                 # pad so that diagnostic line numbers are the file's own
                 text = "\n" * (chunk.line - 1) + rewrite_check_sugar(chunk.text or "")
                 mod = ir.Module.parse(text)
-            if not mod.operation.verify():
-                raise ParseError(f"{chunk.path}: error: verification failed")
-            return mod
+            return _verified(mod, chunk.path)
         except ir.MLIRError as e:
-            diags = [_format_diag(d, chunk.path) for d in e.error_diagnostics]
-            if not diags:
-                diags = [f"{chunk.path}: error: {e}"]
+            diags = _diagnostics(e, chunk.path)
             if chunk.text is not None and "!quant." in chunk.text and _iree_bindings() is not None:
                 try:
                     return _parse_iree(chunk)
@@ -374,15 +370,22 @@ def _parse_iree(chunk: Chunk):
     text = _IREE_CHECK_RE.sub('"' + _IREE_CHECK, text)
     with st["ctx"]:
         try:
-            mod = ir.Module.parse(text)
-            if not mod.operation.verify():
-                raise ParseError(f"{chunk.path}: error: verification failed")
-            return mod
+            return _verified(ir.Module.parse(text), chunk.path)
         except ir.MLIRError as e:
-            diags = [_format_diag(d, chunk.path) for d in e.error_diagnostics]
-            if not diags:
-                diags = [f"{chunk.path}: error: {e}"]
+            diags = _diagnostics(e, chunk.path)
             raise ParseError(diags[0], diags) from None
+
+
+def _verified(mod, path: str):
+    if not mod.operation.verify():
+        raise ParseError(f"{path}: error: verification failed")
+    return mod
+
+
+def _diagnostics(error, path: str) -> list[str]:
+    """``file:line:col: error: message`` lines of a bindings' MLIRError."""
+    diags = [_format_diag(d, path) for d in error.error_diagnostics]
+    return diags or [f"{path}: error: {error}"]
 
 
 def _parse_binary(data: bytes, ctx):
