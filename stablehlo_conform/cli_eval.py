@@ -76,6 +76,9 @@ class _Opts:
         self.isolate = None
         self.max_bytes = None
         self.probe_dir = None
+        self.num_replicas: int | None = None
+        self.num_partitions: int | None = None
+        self.io = None
         self.extra: dict = {}
 
 
@@ -106,8 +109,16 @@ def _format_array(name: str, ttype, a) -> str:
 @click.option("--profile-json", type=click.Path(dir_okay=False), help="Write the profile as JSON.")
 @click.option("--top", default=15, show_default=True, help="Ops shown by --profile.")
 @click.option("--timeout", default=0.0, type=float, help="Seconds (0: none).")
+@click.option("--num-replicas", type=click.IntRange(1), default=None,
+              help="Process grid (numpy backend; default: the module's mhlo.num_replicas).")
+@click.option("--num-partitions", type=click.IntRange(1), default=None,
+              help="Process grid (numpy backend; default: the module's mhlo.num_partitions).")
+@click.option("--infeed", "infeed_path", type=click.Path(exists=True, dir_okay=False),
+              help=".npz whose arrays (in order) are the infeed queue, one array per infeed op.")
+@click.option("--outfeed", "outfeed_path", type=click.Path(dir_okay=False),
+              help="Write the values given to outfeed ops to .npz (outfeed0, outfeed1, ...).")
 def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, print_, profile, profile_json,
-             top, timeout):
+             top, timeout, num_replicas, num_partitions, infeed_path, outfeed_path):
     """Run PROGRAM (text, bytecode or portable artifact) on inputs."""
     import time
 
@@ -122,6 +133,15 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
     func = _entry(module, entry)
     args = _inputs(func, inputs_path, use_random, seed)
     opts = _Opts(timeout or None)
+    opts.num_replicas, opts.num_partitions = num_replicas, num_partitions
+    grid = (num_replicas or 1) * (num_partitions or 1) > 1
+    if (grid or infeed_path or outfeed_path) and backend != "numpy":
+        _fail("--num-replicas/--num-partitions/--infeed/--outfeed need the numpy backend")
+    if infeed_path or outfeed_path or grid:
+        from types import SimpleNamespace
+
+        feed = list(I.load_npz(infeed_path).values()) if infeed_path else []
+        opts.io = SimpleNamespace(infeed=feed, outfeed=[], processes=None)
     prof: dict | None = {} if (profile or profile_json) else None
     t0 = time.perf_counter()
     try:
@@ -147,11 +167,23 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
         _fail(f"{e.status}: {e}", 1)
     wall = time.perf_counter() - t0
     results = tuple(results)
+    io_ = getattr(opts, "io", None)
+    per_process = getattr(io_, "processes", None) or {(0, 0): results}
+    multi = len(per_process) > 1
+
+    def key(pid, i):  # out0, or r0p1_out0 on a grid of several processes
+        return f"r{pid[0]}p{pid[1]}_out{i}" if multi else f"out{i}"
+
     if output:
-        I.save_npz(output, {f"out{i}": r for i, r in enumerate(results)})
+        I.save_npz(output, {key(pid, i): r for pid, res in sorted(per_process.items())
+                            for i, r in enumerate(res)})
     if print_ or not output:
-        for i, (r, t) in enumerate(zip(results, func.result_types)):
-            click.echo(_format_array(f"out{i}", t, r))
+        for pid, res in sorted(per_process.items()):
+            for i, (r, t) in enumerate(zip(res, func.result_types)):
+                click.echo(_format_array(key(pid, i), t, r))
+    if outfeed_path and io_ is not None:
+        flat = [v for values in io_.outfeed for v in values]
+        I.save_npz(outfeed_path, {f"outfeed{i}": v for i, v in enumerate(flat)})
     if prof is not None:
         total = sum(v[1] for v in prof.values())
         rows = sorted(prof.items(), key=lambda kv: -kv[1][1])

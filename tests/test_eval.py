@@ -153,3 +153,38 @@ def test_evaluate_api_on_backends(files):
     for backend in ("numpy", "xla", "reference"):
         (got,) = evaluate(d / "fori.mlir", x, backend=backend)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+FEED = """func.func @main(%x: tensor<2xi64>) -> (tensor<2xi64>, tensor<ui32>) {
+  %t = stablehlo.after_all : !stablehlo.token
+  %v:2 = "stablehlo.infeed"(%t) : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+  %s = stablehlo.add %x, %v#0 : tensor<2xi64>
+  %o = "stablehlo.outfeed"(%s, %v#1) : (tensor<2xi64>, !stablehlo.token) -> !stablehlo.token
+  %r = stablehlo.replica_id : tensor<ui32>
+  func.return %s, %r : tensor<2xi64>, tensor<ui32>
+}
+"""
+
+
+def test_eval_infeed_outfeed_and_process_grid(tmp_path):
+    prog = tmp_path / "feed.mlir"
+    prog.write_text(FEED)
+    np.savez(tmp_path / "in.npz", arg0=np.array([1, 2]))
+    np.savez(tmp_path / "feed.npz", np.array([10, 20]), np.array([30, 40]))
+    r = conform("eval", prog, "--inputs", tmp_path / "in.npz", "--infeed", tmp_path / "feed.npz",
+                "--outfeed", tmp_path / "of.npz", "-o", tmp_path / "out.npz")
+    assert r.returncode == 0, r.stderr
+    with np.load(tmp_path / "of.npz") as of:
+        assert of["outfeed0"].tolist() == [11, 22]
+    with np.load(tmp_path / "out.npz") as out:
+        assert out["out0"].tolist() == [11, 22] and int(out["out1"]) == 0
+    r = conform("eval", prog, "--inputs", tmp_path / "in.npz", "--infeed", tmp_path / "feed.npz",
+                "--num-replicas", "2", "-o", tmp_path / "grid.npz")
+    assert r.returncode == 0, r.stderr
+    with np.load(tmp_path / "grid.npz") as g:
+        assert sorted(g.files) == ["r0p0_out0", "r0p0_out1", "r1p0_out0", "r1p0_out1"]
+        assert [int(g["r0p0_out1"]), int(g["r1p0_out1"])] == [0, 1]
+        sums = sorted([g["r0p0_out0"].tolist(), g["r1p0_out0"].tolist()])
+        assert sums == [[11, 22], [31, 42]]  # each process took one infeed entry
+    r = conform("eval", prog, "--inputs", tmp_path / "in.npz", "--num-replicas", "2", "--backend", "xla")
+    assert r.returncode == 2
