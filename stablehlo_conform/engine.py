@@ -198,9 +198,14 @@ class Engine:
             if name == "func.call":
                 results = self.call(op.attrs["callee"].name, args, lanes=lanes)
             else:
-                fn = registry.lookup(name)
-                if fn is None:
-                    raise UnsupportedOp(name, loc=str(op.loc))
+                cached = op.__dict__.get("_kernel")
+                if cached is not None and cached[0] is registry:
+                    fn = cached[1]
+                else:
+                    fn = registry.lookup(name)
+                    if fn is None:
+                        raise UnsupportedOp(name, loc=str(op.loc))
+                    op._kernel = (registry, fn)
                 if self.max_bytes is not None:
                     self._guard_memory(op)
                 t0 = time.perf_counter() if profile is not None else 0.0
@@ -259,6 +264,16 @@ class Engine:
         return ("branch", op.successors[0], tuple(default_args))
 
     def _validate(self, op: Op, results: Any, lanes: bool) -> tuple:
+        expect = op.__dict__.get("_expect")
+        if expect is None:
+            expect = op._expect = _expectations(op)
+        if type(results) is tuple and len(results) == len(expect):
+            for v, (dt, shape) in zip(results, expect):
+                if dt is None or type(v) is not np.ndarray or v.dtype != dt or (
+                        not lanes and v.shape != shape):
+                    break
+            else:
+                return results  # the common case: static tensors of the declared types
         if not isinstance(results, (tuple, list)):
             raise KernelError(op.name, str(op.loc), f"kernel bug: returned {type(results).__name__}, not a tuple")
         if len(results) != len(op.results):
@@ -277,10 +292,11 @@ class Engine:
         return tuple(results)
 
     def _guard_memory(self, op: Op) -> None:
-        total = 0
-        for ty in op.result_types:
-            if isinstance(ty, T.TensorType) and ty.is_static:
-                total += (ty.num_elements() or 0) * ty.dtype.itemsize
+        total = op.__dict__.get("_result_bytes")
+        if total is None:
+            total = op._result_bytes = sum(
+                (ty.num_elements() or 0) * ty.dtype.itemsize
+                for ty in op.result_types if isinstance(ty, T.TensorType) and ty.is_static)
         if total > self.max_bytes:
             raise ResourceError(
                 f"{op.name} at {op.loc} would allocate {total / 2**20:.1f} MiB, "
@@ -290,6 +306,18 @@ class Engine:
     # checks ----------------------------------------------------------
     def record_check(self, ok: bool, message: str, op: Op) -> None:
         self.checks.append((ok, message, str(op.loc)))
+
+
+def _expectations(op: Op) -> tuple:
+    """Per result: (dtype, shape) for a static tensor type, else (None, None)
+    (checked the long way)."""
+    out = []
+    for ty in op.result_types:
+        if isinstance(ty, T.TensorType) and ty.is_static and not ty.element.quantized:
+            out.append((ty.dtype, tuple(ty.shape)))
+        else:
+            out.append((None, None))
+    return tuple(out)
 
 
 def run_function(module: Module, name: str, args: Sequence[Any] = (), **kw: Any) -> tuple:
