@@ -69,7 +69,7 @@ def main() -> int:
         fam: dict[str, float] = defaultdict(float)
         for r in docs["numpy"].get("results", []):
             fam[r.get("family") or "other"] += float(r.get("duration") or 0.0)
-        print(f"\nslowest op families on numpy (summed test time):")
+        print("\nslowest op families on numpy (summed test time):")
         for name, t in sorted(fam.items(), key=lambda kv: -kv[1])[: args.top]:
             print(f"  {name:<40} {t:8.2f} s")
     return 0

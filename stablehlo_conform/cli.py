@@ -253,10 +253,12 @@ def ops(dialects, missing):
 @main.command()
 def backends():
     """List the backends that are installed."""
+    from . import frontend
     from .harness.backends import available
 
     for name, where in sorted(available().items()):
         click.echo(f"{name:<12} {where}")
+    click.echo(f"\nprograms are parsed with {frontend.provider_version()}")
 
 
 def _register_extra_commands() -> None:

@@ -196,7 +196,8 @@ def _has_code(text: str) -> bool:
 # check dialect sugar -> generic form
 # --------------------------------------------------------------------------- #
 
-_CHECK_PROPS_RE = re.compile(r'^(?P<head>\s*"check\.[a-z_]+"\([^)]*\)\s*)<\{(?P<props>.*)\}>(?P<tail>\s*:\s*\(.*)$', re.M)
+_CHECK_PROPS_RE = re.compile(
+    r'^(?P<head>\s*"check\.[a-z_]+"\([^)]*\)\s*)<\{(?P<props>.*)\}>(?P<tail>\s*:\s*\(.*)$', re.M)
 _CHECK_RE = re.compile(r"^(?P<indent>\s*)check\.(?P<op>[a-z_]+)\s+(?P<rest>.*?)\s*$", re.S)
 _CHECK_START = re.compile(r"^\s*check\.[a-z_]+\s+%")
 
@@ -417,10 +418,6 @@ def load_file(path: str | Path, split: bool = True) -> list[Module]:
 def load_bytes(data: bytes, path: str = "<bytes>") -> Module:
     c = Chunk(path, 1, data=data)
     return lower_module(parse_chunk(c), c)
-
-
-def module_to_text(text_or_module) -> str:
-    return str(text_or_module)
 
 
 def serialize_portable_artifact(text: str, target: str | None = None) -> bytes:
@@ -720,9 +717,6 @@ def parse_attribute(text: str, path: str = "<args>"):
             raise ParseError(f"{path}: error: cannot parse attribute {text[:80]!r}: {e}") from None
         return _Lowerer(path).attr(a)
 
-
-def generic_text(mod) -> str:
-    return mod.operation.get_asm(print_generic_op_form=True)
 
 
 # --------------------------------------------------------------------------- #

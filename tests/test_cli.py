@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 PASSING = """func.func @ok() {
   %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>

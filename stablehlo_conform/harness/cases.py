@@ -104,10 +104,6 @@ def _symbols(v: Any) -> Iterator[str]:
             yield from _symbols(x)
 
 
-def display_path(path: str) -> str:
-    return path
-
-
 def test_ids(path: str, modules: list[tuple[Module, Func]]) -> list[str]:
     ids: list[str] = []
     counts: dict[str, int] = {}

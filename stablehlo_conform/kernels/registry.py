@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
 
 Kernel = Callable[..., tuple]
 
@@ -73,8 +72,3 @@ def load_all() -> Registry:
                 importlib.import_module(f"{pkg.__name__}.{info.name}")
         _loaded = True
     return KERNELS
-
-
-def kernel_table(names: Iterable[str] | None = None) -> dict[str, Any]:
-    reg = load_all()
-    return {n: reg.lookup(n) for n in (names or reg.names())}
