@@ -92,7 +92,16 @@ def family_of(module: Module, func: Func) -> tuple[str, list[str], list[str]]:
                         visit(module.funcs[sym])
 
     visit(func)
-    family = ops[0] if ops else "other"
+    if not ops:  # a test of constants or of the check ops themselves
+        names = [op.name for op in walk_ops(func.body) if op.name not in ("func.return", "func.call")]
+        consts = [n for n in names if n.endswith(".constant")]
+        family = consts[0] if consts else (names[0].split(".")[0] if names else "other")
+        for op in walk_ops(func.body):
+            if op.name == family and op.result_types and isinstance(op.result_types[0], T.TensorType):
+                dtypes.append(str(op.result_types[0].element))
+                break
+    else:
+        family = ops[0]
     return family, ops, list(dict.fromkeys(dtypes))
 
 
