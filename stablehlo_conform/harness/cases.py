@@ -78,7 +78,9 @@ def family_of(module: Module, func: Func) -> tuple[str, list[str], list[str]]:
             return
         visited.add(f.name)
         for op in walk_ops(f.body):
-            if op.name.startswith("check.") or op.name in TRIVIAL_OPS:
+            target = op.attrs.get("call_target_name") if op.name == "stablehlo.custom_call" else None
+            if op.name.startswith("check.") or (op.name in TRIVIAL_OPS and not (
+                    isinstance(target, str) and not target.startswith("check."))):
                 pass
             elif op.name not in ops:
                 ops.append(op.name)
