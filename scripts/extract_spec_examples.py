@@ -192,31 +192,35 @@ class Ty:
     items: tuple["Ty", ...] = ()
 
 
-def split_top(s: str, sep: str = ",") -> list[str]:
-    """Split at top-level separators (outside <>, (), [], {} and strings)."""
-    out, depth, cur, in_str, i = [], 0, [], False, 0
-    while i < len(s):
-        ch = s[i]
+def code_chars(text: str, i: int = 0):
+    """(index, character) of each character of ``text`` from ``i`` on that stands
+    outside a string literal; quotes and the arrow ``->`` are left out."""
+    in_str = False
+    while i < len(text):
+        ch = text[i]
         if ch == '"':
             in_str = not in_str
         elif not in_str:
-            if s.startswith("->", i):
-                cur.append("->")
+            if text.startswith("->", i):
                 i += 2
                 continue
-            if ch in "<([{":
-                depth += 1
-            elif ch in ">)]}":
-                depth -= 1
-            elif ch == sep and depth == 0:
-                out.append("".join(cur).strip())
-                cur = []
-                i += 1
-                continue
-        cur.append(ch)
+            yield i, ch
         i += 1
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
+
+
+def split_top(s: str, sep: str = ",") -> list[str]:
+    """Split at top-level separators (outside <>, (), [], {} and strings)."""
+    out, depth, start = [], 0, 0
+    for i, ch in code_chars(s):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            out.append(s[start:i].strip())
+            start = i + 1
+    if s[start:].strip():
+        out.append(s[start:].strip())
     return out
 
 
@@ -484,31 +488,15 @@ def read_blocks(path: Path, chapter: str) -> list[Block]:
 
 def code_part(line: str) -> str:
     """A line without its ``//`` comment (outside strings)."""
-    in_str = False
-    for i, ch in enumerate(line):
-        if ch == '"':
-            in_str = not in_str
-        elif not in_str and line.startswith("//", i):
+    for i, _ in code_chars(line):
+        if line.startswith("//", i):
             return line[:i]
     return line
 
 
 def depth_of(text: str) -> int:
-    depth, in_str, i = 0, False, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            in_str = not in_str
-        elif not in_str:
-            if text.startswith("->", i):
-                i += 2
-                continue
-            if ch in "<([{":
-                depth += 1
-            elif ch in ">)]}":
-                depth -= 1
-        i += 1
-    return depth
+    """Brackets opened minus brackets closed (outside strings, ``->`` ignored)."""
+    return sum(1 if ch in "<([{" else -1 for _, ch in code_chars(text) if ch in "<([{>)]}")
 
 
 @dataclass
@@ -563,22 +551,14 @@ def take_statement(lines: list[tuple[int, str]], i: int) -> Stmt:
 
 def _match(text: str, pos: int) -> int:
     """Index of the bracket closing the one at ``pos`` (``->`` ignored)."""
-    depth, in_str, i = 0, False, pos
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            in_str = not in_str
-        elif not in_str:
-            if text.startswith("->", i):
-                i += 2
-                continue
-            if ch in "<([{":
-                depth += 1
-            elif ch in ">)]}":
-                depth -= 1
-                if depth == 0:
-                    return i
-        i += 1
+    depth = 0
+    for i, ch in code_chars(text, pos):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+            if depth == 0:
+                return i
     return len(text) - 1
 
 
