@@ -225,47 +225,48 @@ def multiply(dt, a, b):
     return exact_float_fn(np.multiply, dt, a, b)
 
 
+def _division_operands(a, b, dt):
+    """Integer dividend and divisor made safe for NumPy's division ops.
+
+    Sub-byte operands are widened to int64. Returns ``(a, safe, zero, neg1)``:
+    ``safe`` is the divisor with 0 (and, for signed operands, -1) replaced by
+    1, so the NumPy op neither traps nor overflows; ``zero`` and ``neg1`` mark
+    those lanes (``neg1`` is None for unsigned operands) for the caller to
+    fix up.
+    """
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if is_subbyte_int(np.dtype(dt)):
+        a, b = to_i64(a), to_i64(b)
+    zero = b == 0
+    if not is_signed(a.dtype):
+        return a, np.where(zero, np.ones_like(b), b), zero, None
+    neg1 = b == -1
+    return a, np.where(zero | neg1, np.ones_like(b), b), zero, neg1
+
+
 def int_divide(a, b, dt):
     """Truncating integer division; x/0 = -1, INT_MIN/-1 = INT_MIN."""
     dt = np.dtype(dt)
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if is_subbyte_int(dt):
-        a, b = to_i64(a), to_i64(b)
-    zero = b == 0
+    a, safe, zero, neg1 = _division_operands(a, b, dt)
     with np.errstate(all="ignore"):
-        if is_signed(a.dtype):
-            neg1 = b == -1
-            safe = np.where(zero | neg1, np.ones_like(b), b)
-            q = np.floor_divide(a, safe)
+        q = np.floor_divide(a, safe)
+        if neg1 is not None:
             r = a - q * safe
             q = np.where((r != 0) & ((a < 0) != (safe < 0)), q + 1, q)
             q = np.where(neg1, np.negative(a), q)
-            q = np.where(zero, np.array(-1, dtype=q.dtype), q)
-        else:
-            safe = np.where(zero, np.ones_like(b), b)
-            q = np.floor_divide(a, safe)
-            q = np.where(zero, np.array(-1).astype(q.dtype), q)
+        q = np.where(zero, np.array(-1).astype(q.dtype), q)
     return wrap_i64(q, dt) if is_subbyte_int(dt) else q
 
 
 def int_remainder(a, b, dt):
     """Remainder with the dividend's sign; x%0 = x, INT_MIN%-1 = 0."""
     dt = np.dtype(dt)
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if is_subbyte_int(dt):
-        a, b = to_i64(a), to_i64(b)
-    zero = b == 0
+    a, safe, zero, neg1 = _division_operands(a, b, dt)
     with np.errstate(all="ignore"):
-        if is_signed(a.dtype):
-            neg1 = b == -1
-            safe = np.where(zero | neg1, np.ones_like(b), b)
-            r = np.fmod(a, safe)
+        r = np.fmod(a, safe)
+        if neg1 is not None:
             r = np.where(neg1, np.zeros_like(r), r)
-        else:
-            safe = np.where(zero, np.ones_like(b), b)
-            r = np.fmod(a, safe)
         r = np.where(zero, a, r)
     return wrap_i64(r, dt) if is_subbyte_int(dt) else r
 
