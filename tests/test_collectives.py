@@ -20,6 +20,8 @@ from stablehlo_conform.engine import Engine
 from stablehlo_conform.errors import ConformError, UnsupportedOp
 from stablehlo_conform.kernels.registry import Registry, load_all
 
+from kernel_util import assert_suite_file_passes
+
 
 def _add(op, a, b):
     return (np.asarray(np.add(a, b), dtype=op.result_dtype(0)),)
@@ -305,19 +307,9 @@ SUITE_FILES = ["all_gather", "all_reduce", "all_to_all", "reduce_scatter", "coll
 
 @pytest.mark.parametrize("name", SUITE_FILES)
 def test_official_interpret_programs(interpret, name):
-    path = interpret / f"{name}.mlir"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    mods = frontend.load_file(path, split=True)
-    ran = 0
-    for mod in mods:
-        for f in mod.tests():
-            eng = Engine(mod, REG, io=io.StringIO(), deadline=time.monotonic() + 10)
-            eng.call(f.name, ())
-            bad = [(msg, loc) for ok, msg, loc in eng.checks if not ok]
-            assert not bad, (f.name, bad)
-            ran += 1
-    assert ran > 0
+    assert_suite_file_passes(interpret / f"{name}.mlir",
+                             lambda mod: Engine(mod, REG, io=io.StringIO(), deadline=time.monotonic() + 10),
+                             every_test_checks=False)
 
 
 def test_printing_inside_run_parallel_is_not_interleaved(interpret):

@@ -5,17 +5,15 @@ See spec.md#convert, spec.md#bitcast_convert, spec.md#reduce_precision.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import ml_dtypes
 import numpy as np
 import pytest
 
 from stablehlo_conform.kernels.conversion import convert_values, reduce_precision_values
 
+from kernel_util import SUITE, assert_interpret_file_passes, assert_suite_file_passes
 from test_elementwise import run_op, same
 
-SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
 BF16 = ml_dtypes.bfloat16
 
 
@@ -169,34 +167,17 @@ def test_reduce_precision_rounds_ties_to_even_and_nan_without_mantissa():
 @pytest.mark.skipif(not (SUITE / "interpret").is_dir(), reason="official suite not present")
 @pytest.mark.parametrize("name", ["convert", "bitcast_convert", "reduce_precision"])
 def test_interpret_suite_file(name):
-    from stablehlo_conform import load
-    from stablehlo_conform.engine import Engine
-
-    path = SUITE / "interpret" / f"{name}.mlir"
-    for module in load(path, split=True):
-        for f in module.tests():
-            eng = Engine(module)
-            eng.call(f.name, ())
-            bad = [m for ok, m, _ in eng.checks if not ok]
-            assert not bad, f"{path.name}::{f.name}: {bad}"
+    assert_interpret_file_passes(name)
 
 
 @pytest.mark.skipif(not (SUITE / "testdata").is_dir(), reason="official suite not present")
 @pytest.mark.parametrize("pattern", ["convert_element_type_*.mlir", "bitcast_convert_type_*.mlir",
                                      "reduce_precision_*.mlir"])
 def test_testdata_family(pattern):
-    from stablehlo_conform import load
-    from stablehlo_conform.engine import Engine
-
     files = sorted((SUITE / "testdata").glob(pattern))
     assert files
     for path in files:
-        for module in load(path, split=True):
-            for f in module.tests():
-                eng = Engine(module)
-                eng.call(f.name, ())
-                bad = [m for ok, m, _ in eng.checks if not ok]
-                assert not bad, f"{path.name}::{f.name}: {bad}"
+        assert_suite_file_passes(path)
 
 
 def test_every_pair_of_element_types_converts_without_warnings():

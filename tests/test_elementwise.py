@@ -6,7 +6,6 @@ Each test pins one semantic pitfall (spec.md sections cited by the kernels).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -16,7 +15,7 @@ from stablehlo_conform import evaluate
 from stablehlo_conform import types as T
 from stablehlo_conform.kernels import load_all
 
-SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
+from kernel_util import SUITE, assert_interpret_file_passes
 
 
 def ty(a: np.ndarray) -> str:
@@ -415,18 +414,7 @@ INTERPRET_FILES = [
 @pytest.mark.skipif(not (SUITE / "interpret").is_dir(), reason="official suite not present")
 @pytest.mark.parametrize("name", INTERPRET_FILES)
 def test_interpret_suite_file(name):
-    from stablehlo_conform import load
-    from stablehlo_conform.engine import Engine
-
-    path = SUITE / "interpret" / f"{name}.mlir"
-    if not path.exists():
-        pytest.skip(f"{path.name} not in this suite version")
-    for module in load(path, split=True):
-        for f in module.tests():
-            eng = Engine(module)
-            eng.call(f.name, ())
-            bad = [m for ok, m, _ in eng.checks if not ok]
-            assert not bad, f"{path.name}::{f.name}: {bad}"
+    assert_interpret_file_passes(name)
 
 
 def test_complex_divide_keeps_infinities_and_rounds_once():

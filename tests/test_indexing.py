@@ -8,8 +8,6 @@ out-of-bounds windows, and the official interpreter tests when present.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -17,10 +15,7 @@ from stablehlo_conform import frontend
 from stablehlo_conform.engine import Engine
 from stablehlo_conform.kernels import indexing
 
-SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
-
-
-from kernel_util import assert_interpret_file_passes, one, run  # noqa: E402
+from kernel_util import SUITE, assert_interpret_file_passes, one, run
 
 
 # ----------------------------------------------------------------------------- gather

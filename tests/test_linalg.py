@@ -10,7 +10,6 @@ present.
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -18,11 +17,7 @@ import pytest
 
 from stablehlo_conform.kernels.linalg import dot_general_arrays
 
-ROOT = Path(__file__).resolve().parents[1]
-SUITE = ROOT / ".." / "shared" / "stablehlo-suite"
-
-
-from kernel_util import assert_suite_file_passes, one, run  # noqa: E402
+from kernel_util import SUITE, assert_suite_file_passes, one, run
 
 
 def ty(shape, el):

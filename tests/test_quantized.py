@@ -15,7 +15,7 @@ from stablehlo_conform.errors import ParseError, UnsupportedOp
 from stablehlo_conform.kernels import quantized as Q
 from stablehlo_conform.program import Loc, Op
 
-SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
+from kernel_util import SUITE, run
 
 
 def qtype(text: str) -> T.QuantizedType:
@@ -26,14 +26,6 @@ def qtype(text: str) -> T.QuantizedType:
 
 def needs_iree():
     pytest.importorskip("iree.compiler.ir", reason="iree-base-compiler is not installed")
-
-
-def run(text: str, *args):
-    from stablehlo_conform import load
-    from stablehlo_conform.engine import Engine
-
-    mod = load(text)[0]
-    return Engine(mod).call("main", args)
 
 
 # --------------------------------------------------------------------------- #

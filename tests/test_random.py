@@ -8,17 +8,12 @@ agreement with XLA on CPU through jax for THREE_FRY, PHILOX and DEFAULT
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from stablehlo_conform import frontend
-from stablehlo_conform.engine import Engine
 from stablehlo_conform.kernels.random import philox4x32, threefry2x32
 
-ROOT = Path(__file__).resolve().parents[1]
-SUITE = ROOT / ".." / "shared" / "stablehlo-suite"
+from kernel_util import SUITE, assert_suite_file_passes, one, run
 
 
 def ty(shape, el):
@@ -33,8 +28,7 @@ func.func @main(%s: {st}) -> ({st}, {ty(shape, el)}) {{
   %0, %1 = stablehlo.rng_bit_generator %s, algorithm = {alg} : ({st}) -> ({st}, {ty(shape, el)})
   func.return %0, %1 : {st}, {ty(shape, el)}
 }}"""
-    (mod,) = frontend.load_text(text)
-    return Engine(mod).call("main", (np.array(state, np.uint64),))
+    return run(text, np.array(state, np.uint64))
 
 
 def test_threefry_spec_example():
@@ -102,14 +96,7 @@ def test_bits_match_xla_cpu(alg, lax):
 
 
 def test_testdata_rng_bit_generator():
-    path = SUITE / "testdata" / "rng_bit_generator_uint32_4.mlir"
-    if not path.exists():
-        pytest.skip("../shared/stablehlo-suite is absent")
-    for mod in frontend.load_file(path, split=True):
-        for f in mod.tests():
-            eng = Engine(mod)
-            eng.call(f.name, ())
-            assert eng.checks and all(c[0] for c in eng.checks)
+    assert_suite_file_passes(SUITE / "testdata" / "rng_bit_generator_uint32_4.mlir")
 
 
 # ----------------------------------------------------------------------------- rng
@@ -126,9 +113,7 @@ func.func @main(%a: tensor<{el}>, %b: tensor<{el}>) -> {ty(shape, el)} {{
 
 
 def rng_run(el, dist, shape, a, b):
-    (mod,) = frontend.load_text(rng_text(el, dist, shape))
-    (out,) = Engine(mod).call("main", (a, b))
-    return out
+    return one(rng_text(el, dist, shape), a, b)
 
 
 def test_rng_uniform_int_bounds_and_determinism():

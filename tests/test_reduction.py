@@ -8,7 +8,6 @@ present.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -16,11 +15,7 @@ import pytest
 
 from stablehlo_conform.kernels import reduction
 
-ROOT = Path(__file__).resolve().parents[1]
-SUITE = ROOT / ".." / "shared" / "stablehlo-suite"
-
-
-from kernel_util import assert_suite_file_passes, one, run  # noqa: E402
+from kernel_util import SUITE, assert_suite_file_passes, one, run
 
 
 def ty(shape, el):

@@ -9,7 +9,6 @@ present.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -17,10 +16,7 @@ import pytest
 
 from stablehlo_conform.kernels import sorting
 
-SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
-
-
-from kernel_util import assert_interpret_file_passes, one, run  # noqa: E402
+from kernel_util import assert_interpret_file_passes, one, run
 
 
 # ----------------------------------------------------------------------------- static shape ops
