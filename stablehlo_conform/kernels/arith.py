@@ -181,6 +181,28 @@ def _trunc_div(a, b):
     return np.where(zero, np.zeros_like(q), q), zero
 
 
+def _unsigned_division(name, fn):
+    """Register ``name``: ``fn(x, y)`` on the unsigned readings of the
+    operands, with 0 where the divisor is 0."""
+
+    def k(op, a, b):
+        el = result_element(op)
+        bits = bits_of(el)
+        x, y = as_unsigned(a, bits), as_unsigned(b, bits)
+        y1, zero = _safe_div(x, y)
+        return (wrap(np.where(zero, np.uint64(0), fn(x, y1)), el),)
+
+    k.__name__ = name.replace(".", "_")
+    k.__doc__ = f"``{name}`` (MLIR arith dialect); division by zero gives 0."
+    kernel(name)(k)
+    return k
+
+
+_unsigned_division("arith.divui", lambda x, y: x // y)
+_unsigned_division("arith.remui", lambda x, y: x % y)
+_unsigned_division("arith.ceildivui", lambda x, y: x // y + (x % y != 0).astype(_U64))
+
+
 @kernel("arith.divsi")
 def divsi(op, a, b):
     el = result_element(op)
@@ -188,15 +210,6 @@ def divsi(op, a, b):
     with np.errstate(all="ignore"):
         q, _ = _trunc_div(as_signed(a, bits), as_signed(b, bits))
     return (wrap(q, el),)
-
-
-@kernel("arith.divui")
-def divui(op, a, b):
-    el = result_element(op)
-    bits = bits_of(el)
-    x, y = as_unsigned(a, bits), as_unsigned(b, bits)
-    y1, zero = _safe_div(x, y)
-    return (wrap(np.where(zero, np.uint64(0), x // y1), el),)
 
 
 @kernel("arith.remsi")
@@ -211,17 +224,10 @@ def remsi(op, a, b):
     return (wrap(np.where(zero, 0, r), el),)
 
 
-@kernel("arith.remui")
-def remui(op, a, b):
-    el = result_element(op)
-    bits = bits_of(el)
-    x, y = as_unsigned(a, bits), as_unsigned(b, bits)
-    y1, zero = _safe_div(x, y)
-    return (wrap(np.where(zero, np.uint64(0), x % y1), el),)
-
-
-@kernel("arith.ceildivsi")
-def ceildivsi(op, a, b):
+def _rounded_signed_div(op, a, b, up: bool):
+    """Signed division rounded toward +inf (``up``) or -inf: the truncated
+    quotient moves one step that way where it is inexact and the exact
+    quotient lies on that side of zero; x / 0 -> 0."""
     el = result_element(op)
     bits = bits_of(el)
     x, y = as_signed(a, bits), as_signed(b, bits)
@@ -230,32 +236,21 @@ def ceildivsi(op, a, b):
         y1 = np.where(zero, np.ones_like(y), y)
         exact = q * y1 == x
         same_sign = (x < 0) == (y1 < 0)
-        q = np.where(~exact & same_sign & ~zero, q + 1, q)
+        if up:
+            q = np.where(~exact & same_sign & ~zero, q + 1, q)
+        else:
+            q = np.where(~exact & ~same_sign & ~zero, q - 1, q)
     return (wrap(q, el),)
+
+
+@kernel("arith.ceildivsi")
+def ceildivsi(op, a, b):
+    return _rounded_signed_div(op, a, b, up=True)
 
 
 @kernel("arith.floordivsi")
 def floordivsi(op, a, b):
-    el = result_element(op)
-    bits = bits_of(el)
-    x, y = as_signed(a, bits), as_signed(b, bits)
-    with np.errstate(all="ignore"):
-        q, zero = _trunc_div(x, y)
-        y1 = np.where(zero, np.ones_like(y), y)
-        exact = q * y1 == x
-        diff_sign = (x < 0) != (y1 < 0)
-        q = np.where(~exact & diff_sign & ~zero, q - 1, q)
-    return (wrap(q, el),)
-
-
-@kernel("arith.ceildivui")
-def ceildivui(op, a, b):
-    el = result_element(op)
-    bits = bits_of(el)
-    x, y = as_unsigned(a, bits), as_unsigned(b, bits)
-    y1, zero = _safe_div(x, y)
-    q = x // y1 + (x % y1 != 0).astype(_U64)
-    return (wrap(np.where(zero, np.uint64(0), q), el),)
+    return _rounded_signed_div(op, a, b, up=False)
 
 
 def _shift(op, a, b, kind: str):
