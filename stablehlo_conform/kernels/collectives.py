@@ -223,27 +223,45 @@ def collective_permute(op, operand):
     return (_zeros(op, 0),)
 
 
-@kernel("stablehlo.collective_broadcast")
-def collective_broadcast(op, *operands):
-    """See spec.md#collective_broadcast."""
-    info = process_of(op.engine)
+def _rooted_exchange(op, info: ProcessInfo, operands):
+    """The process group of a rooted collective, each result's root (an index
+    into the group: from the trailing operand with ``has_dynamic_root``, else
+    0) and what every group member passed; None when the process is in no
+    group."""
     dynamic = bool(op.attr("has_dynamic_root", False))
     n = op.num_results
     group = _my_group(op, info, _strategy(op, False), _groups(op))
     if group is None:
-        return tuple(_zeros(op, j) for j in range(n))
+        return None
     if dynamic:
         roots = np.asarray(operands[n]).reshape(-1).astype(np.int64)
         if roots.size < n:
             raise ConformError(f"{op.name} at {op.loc}: {roots.size} roots for {n} results")
     else:
         roots = np.zeros(n, dtype=np.int64)
-    parts = _meet(op, info, group, operands[:n])
+    return group, roots, _meet(op, info, group, operands[:n])
+
+
+def _root(op, roots, j: int, group) -> int:
+    """Result ``j``'s root, checked to lie inside the group."""
+    r = int(roots[j])
+    if not 0 <= r < len(group):
+        raise ConformError(f"{op.name} at {op.loc}: root {r} outside the process group {group}")
+    return r
+
+
+@kernel("stablehlo.collective_broadcast")
+def collective_broadcast(op, *operands):
+    """See spec.md#collective_broadcast."""
+    info = process_of(op.engine)
+    n = op.num_results
+    exchange = _rooted_exchange(op, info, operands)
+    if exchange is None:
+        return tuple(_zeros(op, j) for j in range(n))
+    group, roots, parts = exchange
     out = []
     for j in range(n):
-        r = int(roots[j])
-        if not 0 <= r < len(group):
-            raise ConformError(f"{op.name} at {op.loc}: root {r} outside the process group {group}")
+        r = _root(op, roots, j, group)
         out.append(np.array(parts[r][j], dtype=op.result_dtype(j), copy=True))
     return tuple(out)
 
@@ -253,23 +271,14 @@ def collective_reduce(op, *operands):
     """See spec.md#collective_reduce: the reduction lands on the root
     process of each group, every other process gets zeros."""
     info = process_of(op.engine)
-    dynamic = bool(op.attr("has_dynamic_root", False))
     n = op.num_results
-    group = _my_group(op, info, _strategy(op, False), _groups(op))
-    if group is None:
+    exchange = _rooted_exchange(op, info, operands)
+    if exchange is None:
         return tuple(_zeros(op, j) for j in range(n))
-    if dynamic:
-        roots = np.asarray(operands[n]).reshape(-1).astype(np.int64)
-        if roots.size < n:
-            raise ConformError(f"{op.name} at {op.loc}: {roots.size} roots for {n} results")
-    else:
-        roots = np.zeros(n, dtype=np.int64)
-    parts = _meet(op, info, group, operands[:n])
+    group, roots, parts = exchange
     me = group.index(info.id)
     out = []
     for j in range(n):
-        r = int(roots[j])
-        if not 0 <= r < len(group):
-            raise ConformError(f"{op.name} at {op.loc}: root {r} outside the process group {group}")
+        r = _root(op, roots, j, group)
         out.append(_reduce(op, [p[j] for p in parts], j) if r == me else _zeros(op, j))
     return tuple(out)
