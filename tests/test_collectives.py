@@ -323,8 +323,12 @@ def test_printing_inside_run_parallel_is_not_interleaved(interpret):
 
 
 # deadlocks and failures ---------------------------------------------------------
-MISMATCHED_OPS = """
-module @mismatch {
+def _all_reduce_against(other: str) -> str:
+    """A module whose main runs two processes on [1, 2]: process (0, 0) an
+    all_reduce over both (its op on line 4), process (1, 0) the func
+    ``@other`` given as text."""
+    return """
+module @pair {
   func.func @reduce(%x: tensor<2xi64>) -> tensor<2xi64> {
     %r = "stablehlo.all_reduce"(%x) ({
       ^bb0(%a: tensor<i64>, %b: tensor<i64>):
@@ -332,45 +336,31 @@ module @mismatch {
         stablehlo.return %s : tensor<i64>
     }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<2xi64>) -> tensor<2xi64>
     func.return %r : tensor<2xi64>
-  }
-  func.func @gather(%x: tensor<2xi64>) -> tensor<2xi64> {
-    %r = "stablehlo.all_gather"(%x) {
-      all_gather_dim = 0 : i64, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>
-    } : (tensor<2xi64>) -> tensor<4xi64>
-    %s = "stablehlo.slice"(%r) {start_indices = array<i64: 0>, limit_indices = array<i64: 2>,
-                                strides = array<i64: 1>} : (tensor<4xi64>) -> tensor<2xi64>
-    func.return %s : tensor<2xi64>
-  }
+  }""" + other + """
   func.func @main() {
     %x = stablehlo.constant dense<[1, 2]> : tensor<2xi64>
-    %r:2 = "interpreter.run_parallel"(%x, %x) {programs = [[@reduce], [@gather]]}
+    %r:2 = "interpreter.run_parallel"(%x, %x) {programs = [[@reduce], [@other]]}
       : (tensor<2xi64>, tensor<2xi64>) -> (tensor<2xi64>, tensor<2xi64>)
     func.return
   }
 }
 """
 
-MISMATCHED_GROUPS = """
-module @groups {
-  func.func @prog(%x: tensor<2xi64>) -> tensor<2xi64> {
-    %r = "stablehlo.all_reduce"(%x) ({
-      ^bb0(%a: tensor<i64>, %b: tensor<i64>):
-        %s = stablehlo.add %a, %b : tensor<i64>
-        stablehlo.return %s : tensor<i64>
-    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<2xi64>) -> tensor<2xi64>
-    func.return %r : tensor<2xi64>
-  }
-  func.func @idle(%x: tensor<2xi64>) -> tensor<2xi64> {
+
+MISMATCHED_OPS = _all_reduce_against("""
+  func.func @other(%x: tensor<2xi64>) -> tensor<2xi64> {
+    %r = "stablehlo.all_gather"(%x) {
+      all_gather_dim = 0 : i64, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>
+    } : (tensor<2xi64>) -> tensor<4xi64>
+    %s = "stablehlo.slice"(%r) {start_indices = array<i64: 0>, limit_indices = array<i64: 2>,
+                                strides = array<i64: 1>} : (tensor<4xi64>) -> tensor<2xi64>
+    func.return %s : tensor<2xi64>
+  }""")
+
+MISMATCHED_GROUPS = _all_reduce_against("""
+  func.func @other(%x: tensor<2xi64>) -> tensor<2xi64> {
     func.return %x : tensor<2xi64>
-  }
-  func.func @main() {
-    %x = stablehlo.constant dense<[1, 2]> : tensor<2xi64>
-    %r:2 = "interpreter.run_parallel"(%x, %x) {programs = [[@prog], [@idle]]}
-      : (tensor<2xi64>, tensor<2xi64>) -> (tensor<2xi64>, tensor<2xi64>)
-    func.return
-  }
-}
-"""
+  }""")
 
 RECV_WITHOUT_SEND = """
 module @lonely {
@@ -459,9 +449,8 @@ module attributes {mhlo.num_replicas = 2 : i32} {
     assert "process (1, 0) never arrived (it is not running)" in msg
 
 
-BUSY = """
-module @busy {
-  func.func @spin(%x: tensor<2xi64>) -> tensor<2xi64> {
+BUSY = _all_reduce_against("""
+  func.func @other(%x: tensor<2xi64>) -> tensor<2xi64> {
     %zero = stablehlo.constant dense<0> : tensor<i64>
     %r = stablehlo.while(%i = %zero) : tensor<i64>
       cond {
@@ -471,23 +460,7 @@ module @busy {
         stablehlo.return %i : tensor<i64>
       }
     func.return %x : tensor<2xi64>
-  }
-  func.func @reduce(%x: tensor<2xi64>) -> tensor<2xi64> {
-    %r = "stablehlo.all_reduce"(%x) ({
-      ^bb0(%a: tensor<i64>, %b: tensor<i64>):
-        %s = stablehlo.add %a, %b : tensor<i64>
-        stablehlo.return %s : tensor<i64>
-    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<2xi64>) -> tensor<2xi64>
-    func.return %r : tensor<2xi64>
-  }
-  func.func @main() {
-    %x = stablehlo.constant dense<[1, 2]> : tensor<2xi64>
-    %r:2 = "interpreter.run_parallel"(%x, %x) {programs = [[@reduce], [@spin]]}
-      : (tensor<2xi64>, tensor<2xi64>) -> (tensor<2xi64>, tensor<2xi64>)
-    func.return
-  }
-}
-"""
+  }""")
 
 
 def test_wait_times_out_and_stops_the_busy_process(monkeypatch):
