@@ -419,17 +419,24 @@ def _bn_dtype(dt):
     return dt if dt == np.float64 else np.dtype(np.float32)
 
 
-@kernel("stablehlo.batch_norm_inference")
-def batch_norm_inference(op, operand, scale, offset, mean, variance):
-    """See spec.md#batch_norm_inference."""
+def _bn_operands(op, operand):
+    """What the three batch norm ops start from: the feature index, the
+    compute dtype (see ``_bn_dtype``), the operand in it and ``epsilon``
+    rounded to the operand's type, then widened."""
     _check_not_quantized(op)
     eps = float(op.attr("epsilon"))
     fi = int(op.attr("feature_index"))
     cdt = _bn_dtype(operand.dtype)
-    r = operand.ndim
-    x = operand.astype(cdt)
-    b = lambda v: _bcast(v.astype(cdt), r, fi)  # noqa: E731
     eps_c = np.asarray(eps, dtype=operand.dtype).astype(cdt)
+    return fi, cdt, operand.astype(cdt), eps_c
+
+
+@kernel("stablehlo.batch_norm_inference")
+def batch_norm_inference(op, operand, scale, offset, mean, variance):
+    """See spec.md#batch_norm_inference."""
+    fi, cdt, x, eps_c = _bn_operands(op, operand)
+    r = x.ndim
+    b = lambda v: _bcast(v.astype(cdt), r, fi)  # noqa: E731
     out = (x - b(mean)) / np.sqrt(b(variance) + eps_c) * b(scale) + b(offset)
     return (contiguous(out.astype(op.result_dtype(0))),)
 
@@ -437,17 +444,12 @@ def batch_norm_inference(op, operand, scale, offset, mean, variance):
 @kernel("stablehlo.batch_norm_training")
 def batch_norm_training(op, operand, scale, offset):
     """See spec.md#batch_norm_training."""
-    _check_not_quantized(op)
-    eps = float(op.attr("epsilon"))
-    fi = int(op.attr("feature_index"))
-    cdt = _bn_dtype(operand.dtype)
-    r = operand.ndim
+    fi, cdt, x, eps_c = _bn_operands(op, operand)
+    r = x.ndim
     axes = tuple(i for i in range(r) if i != fi)
-    x = operand.astype(cdt)
     mean = x.mean(axis=axes) if x.size else np.zeros(x.shape[fi], cdt)
     centered = x - _bcast(mean, r, fi)
     var = (centered * centered).mean(axis=axes) if x.size else np.zeros(x.shape[fi], cdt)
-    eps_c = np.asarray(eps, dtype=operand.dtype).astype(cdt)
     out = centered / np.sqrt(_bcast(var, r, fi) + eps_c) * _bcast(scale.astype(cdt), r, fi) \
         + _bcast(offset.astype(cdt), r, fi)
     return (contiguous(out.astype(op.result_dtype(0))),
@@ -457,16 +459,11 @@ def batch_norm_training(op, operand, scale, offset):
 @kernel("stablehlo.batch_norm_grad")
 def batch_norm_grad(op, operand, scale, mean, variance, grad_output):
     """See spec.md#batch_norm_grad (the decomposition given there)."""
-    _check_not_quantized(op)
-    eps = float(op.attr("epsilon"))
-    fi = int(op.attr("feature_index"))
-    cdt = _bn_dtype(operand.dtype)
-    r = operand.ndim
+    fi, cdt, x, eps_c = _bn_operands(op, operand)
+    r = x.ndim
     axes = tuple(i for i in range(r) if i != fi)
-    x = operand.astype(cdt)
     g = grad_output.astype(cdt)
     sb, mb, vb = (_bcast(v.astype(cdt), r, fi) for v in (scale, mean, variance))
-    eps_c = np.asarray(eps, dtype=operand.dtype).astype(cdt)
     centered = x - mb
     stddev = np.sqrt(vb + eps_c)
     normalized = centered / stddev
