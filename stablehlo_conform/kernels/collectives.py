@@ -146,12 +146,18 @@ def partition_id(op):
 
 
 # collectives ------------------------------------------------------------------
+def _meet_global_group(op, operands):
+    """For the ops with ``use_global_device_ids``: this process, its group
+    (an error when it is in none) and what every member of it passed."""
+    info = process_of(op.engine)
+    group = _need_group(op, info, _my_group(op, info, _strategy(op, True), _groups(op)))
+    return info, group, _meet(op, info, group, operands)
+
+
 @kernel("stablehlo.all_gather")
 def all_gather(op, *operands):
     """See spec.md#all_gather."""
-    info = process_of(op.engine)
-    group = _need_group(op, info, _my_group(op, info, _strategy(op, True), _groups(op)))
-    parts = _meet(op, info, group, operands)
+    info, group, parts = _meet_global_group(op, operands)
     dim = int(op.attr("all_gather_dim"))
     return tuple(
         np.concatenate([p[i] for p in parts], axis=dim).astype(op.result_dtype(i), copy=False)
@@ -161,18 +167,14 @@ def all_gather(op, *operands):
 @kernel("stablehlo.all_reduce")
 def all_reduce(op, *operands):
     """See spec.md#all_reduce."""
-    info = process_of(op.engine)
-    group = _need_group(op, info, _my_group(op, info, _strategy(op, True), _groups(op)))
-    parts = _meet(op, info, group, operands)
+    info, group, parts = _meet_global_group(op, operands)
     return tuple(_reduce(op, [p[i] for p in parts], i) for i in range(len(operands)))
 
 
 @kernel("stablehlo.reduce_scatter")
 def reduce_scatter(op, *operands):
     """See spec.md#reduce_scatter."""
-    info = process_of(op.engine)
-    group = _need_group(op, info, _my_group(op, info, _strategy(op, True), _groups(op)))
-    parts = _meet(op, info, group, operands)
+    info, group, parts = _meet_global_group(op, operands)
     dim = int(op.attr("scatter_dimension"))
     me = group.index(info.id)
     out = []
