@@ -14,6 +14,11 @@ from stablehlo_conform.kernels.registry import load_all
 SUITE = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
 
 
+def ty(shape, el: str) -> str:
+    """The tensor type text of ``shape`` and element ``el``: ``tensor<2x3xf32>``."""
+    return "tensor<" + "".join(f"{d}x" for d in shape) + el + ">"
+
+
 def run(text: str, *args, entry: str = "main", registry=None) -> tuple:
     """Run ``entry`` of the module in ``text`` on the numpy engine."""
     (mod,) = frontend.load_text(text)

@@ -12,6 +12,8 @@ import pytest
 from stablehlo_conform import evaluate
 from stablehlo_conform.harness.cases import Options, run_file
 
+from kernel_util import ty as _ttype
+
 ROOT = Path(__file__).resolve().parents[1]
 BEYOND = ROOT / "testsuite" / "beyond"
 FILES = sorted(BEYOND.glob("*.mlir"))
@@ -244,10 +246,6 @@ def _rand(shape, ty):
     if ty.startswith("f"):
         return RNG.standard_normal(shape).astype(_NP[ty])
     return RNG.integers(-100, 100, shape).astype(_NP[ty])
-
-
-def _ttype(shape, ty) -> str:
-    return "tensor<" + "".join(f"{d}x" for d in shape) + ty + ">"
 
 
 @pytest.mark.parametrize("cfg,ls,rs,ty", EINSUM_CASES)

@@ -17,11 +17,7 @@ import pytest
 
 from stablehlo_conform.kernels.linalg import dot_general_arrays
 
-from kernel_util import SUITE, assert_suite_file_passes, one, run
-
-
-def ty(shape, el):
-    return "tensor<" + "".join(f"{d}x" for d in shape) + el + ">"
+from kernel_util import SUITE, assert_suite_file_passes, one, run, ty
 
 
 # ----------------------------------------------------------------------------- dot_general

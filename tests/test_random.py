@@ -13,11 +13,7 @@ import pytest
 
 from stablehlo_conform.kernels.random import philox4x32, threefry2x32
 
-from kernel_util import SUITE, assert_suite_file_passes, one, run
-
-
-def ty(shape, el):
-    return "tensor<" + "".join(f"{d}x" for d in shape) + el + ">"
+from kernel_util import SUITE, assert_suite_file_passes, one, run, ty
 
 
 def rbg(alg: str, state, shape, el):

@@ -15,11 +15,7 @@ import pytest
 
 from stablehlo_conform.kernels import reduction
 
-from kernel_util import SUITE, assert_suite_file_passes, one, run
-
-
-def ty(shape, el):
-    return "tensor<" + "".join(f"{d}x" for d in shape) + el + ">"
+from kernel_util import SUITE, assert_suite_file_passes, one, run, ty
 
 
 BINOPS = {"add": "stablehlo.add", "mul": "stablehlo.multiply", "max": "stablehlo.maximum",
