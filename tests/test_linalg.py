@@ -17,7 +17,7 @@ import pytest
 
 from stablehlo_conform.kernels.linalg import dot_general_arrays
 
-from kernel_util import SUITE, assert_suite_file_passes, one, run, ty
+from kernel_util import SUITE, assert_interpret_file_passes, assert_suite_file_passes, one, run, ty
 
 
 # ----------------------------------------------------------------------------- dot_general
@@ -409,7 +409,7 @@ def test_ragged_dot_groups_rows_and_zeroes_the_rest():
 @pytest.mark.parametrize("name", ["dot_general", "convolution", "dynamic_conv", "fft", "triangular_solve",
                                   "chlo/ragged_dot"])
 def test_interpret_suite(name):
-    assert_suite_file_passes(SUITE / "interpret" / f"{name}.mlir")
+    assert_interpret_file_passes(name)
 
 
 @pytest.mark.parametrize("name", ["dot_general_bfloat16_4_3_complex64_3_6", "dot_general_int8_4_3_int32_3_6",

@@ -15,7 +15,7 @@ import pytest
 
 from stablehlo_conform.kernels import reduction
 
-from kernel_util import SUITE, assert_suite_file_passes, one, run, ty
+from kernel_util import SUITE, assert_interpret_file_passes, assert_suite_file_passes, one, run, ty
 
 
 BINOPS = {"add": "stablehlo.add", "mul": "stablehlo.multiply", "max": "stablehlo.maximum",
@@ -294,7 +294,7 @@ def test_chlo_scan_reverse_along_dim1():
 @pytest.mark.parametrize("name", ["reduce", "reduce_window", "select_and_scatter", "map", "while",
                                   "chlo/scan"])
 def test_interpret_suite(name):
-    assert_suite_file_passes(SUITE / "interpret" / f"{name}.mlir")
+    assert_interpret_file_passes(name)
 
 
 @pytest.mark.parametrize("name", ["argmax_float32_4", "reduce_max_complex64_2_3", "cumsum_bfloat16_8_9",
