@@ -14,7 +14,7 @@ import click
 
 
 def _load_runs(paths):
-    from .harness.reports import ReportError, load_results
+    from ..harness.reports import ReportError, load_results
 
     try:
         return [load_results(p) for p in paths]
@@ -23,7 +23,7 @@ def _load_runs(paths):
 
 
 def _load_baseline(path):
-    from .harness.gate import Baseline, GateError
+    from ..harness.gate import Baseline, GateError
 
     if not path:
         return None
@@ -47,7 +47,7 @@ def report(results, html_path, junit_path, baseline_path, title, quiet):
     """Reports from RESULTS (files written by 'conform run --json'), e.g. one
     per backend: a pass table per op family and backend, and optionally an
     HTML page and JUnit XML."""
-    from .harness.reports.text import family_table
+    from ..harness.reports.text import family_table
 
     runs = _load_runs(results)
     baseline = _load_baseline(baseline_path)
@@ -55,12 +55,12 @@ def report(results, html_path, junit_path, baseline_path, title, quiet):
         for line in family_table(runs):
             click.echo(line)
     if html_path:
-        from .harness.reports.html import write_html
+        from ..harness.reports.html import write_html
 
         write_html(html_path, runs, baseline, title)
         click.echo(f"HTML report: {html_path}")
     if junit_path:
-        from .harness.reports.junit import write_junit
+        from ..harness.reports.junit import write_junit
 
         write_junit(junit_path, runs, baseline)
         click.echo(f"JUnit XML: {junit_path}")
@@ -84,7 +84,7 @@ def baseline_update(results, output, previous, prune):
     Entries already in the baseline keep their reason; new entries get the
     failure message as reason; entries of tests that pass now are removed.
     """
-    from .harness.gate import update_baseline
+    from ..harness.gate import update_baseline
 
     runs = _load_runs(results)
     src = previous or (output if Path(output).exists() else None)
@@ -110,8 +110,8 @@ def baseline_check(results, baseline_path, min_pass_rate):
     """Gate a finished run (RESULTS from 'conform run --json') as
     'conform run --baseline ... --min-pass-rate ...' would: exit 0 if it
     passes, 1 if not."""
-    from .harness.gate import GateError, evaluate_gate, parse_min_pass_rates
-    from .harness.reports.text import gate_lines
+    from ..harness.gate import GateError, evaluate_gate, parse_min_pass_rates
+    from ..harness.reports.text import gate_lines
 
     runs = _load_runs(results)
     bl = _load_baseline(baseline_path)

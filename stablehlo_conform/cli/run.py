@@ -1,6 +1,7 @@
-"""The ``conform`` command line.
+"""``conform run``: every test of files and folders, streamed to reports and the gate.
 
-Exit codes: 0 every selected test passed, 1 some test did not, 2 usage error.
+Exit codes: 0 every selected test passed (or the gate passed), 1 some test did
+not, 2 usage error.
 """
 
 from __future__ import annotations
@@ -14,12 +15,6 @@ from pathlib import Path
 import click
 
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="stablehlo-conform")
-def main() -> None:
-    """StableHLO conformance: run test programs, compare backends."""
 
 
 class _Progress:
@@ -66,7 +61,7 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
     return sorted(table.items())
 
 
-@main.command()
+@click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("-k", "pattern", help="Only tests whose id contains PATTERN (or matches a glob).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write all results as JSON.")
@@ -99,9 +94,9 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     --baseline: no regression; with --min-pass-rate: every op family at its
     rate; with both: both), 1 when it fails, 2 on a usage error.
     """
-    from .harness.cases import Options, discover, matches
-    from .harness.gate import Baseline, GateError, parse_min_pass_rates
-    from .harness.runner import Runner
+    from ..harness.cases import Options, discover, matches
+    from ..harness.gate import Baseline, GateError, parse_min_pass_rates
+    from ..harness.runner import Runner
 
     try:
         baseline = Baseline.load(baseline_path) if baseline_path else None
@@ -118,7 +113,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     opts = Options(backend=backend, timeout=timeout or None, max_bytes=_memory_budget(max_memory), pattern=pattern,
                    compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
     if backend != "numpy":
-        from .harness.backends import BackendUnavailable, available
+        from ..harness.backends import BackendUnavailable, available
 
         if backend not in available():
             raise click.UsageError(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
@@ -188,16 +183,16 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
 
 def _finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path) -> int:
     """Reports and the gate of ``conform run``; returns the exit code."""
-    from .harness.gate import evaluate_gate
-    from .harness.reports.text import gate_lines
+    from ..harness.gate import evaluate_gate
+    from ..harness.reports.text import gate_lines
 
     if junit_path:
-        from .harness.reports.junit import write_junit
+        from ..harness.reports.junit import write_junit
 
         write_junit(junit_path, [doc], baseline)
         click.echo(f"JUnit XML: {junit_path}")
     if html_path:
-        from .harness.reports.html import write_html
+        from ..harness.reports.html import write_html
 
         write_html(html_path, [doc], baseline)
         click.echo(f"HTML report: {html_path}")
@@ -221,62 +216,4 @@ def _memory_budget(mib: float | None) -> int | None:
         return None
 
 
-@main.command()
-@click.option("--dialect", "dialects", multiple=True, default=("stablehlo", "chlo"), show_default=True)
-@click.option("--missing", is_flag=True, help="Only ops without a kernel.")
-def ops(dialects, missing):
-    """List the ops the bindings register, with kernel yes/no."""
-    from . import frontend
-    from .engine import TERMINATORS
-    from .kernels.registry import load_all
-
-    reg = load_all()
-    total = have = 0
-    for d in dialects:
-        names = frontend.registered_ops(d)
-        if not names:
-            click.echo(f"({d}: the bindings list no ops for this dialect)")
-        for n in names:
-            if n in TERMINATORS or n in ("func.call", "func.func", "cf.br", "cf.cond_br"):
-                ok, how = True, "engine"
-            else:
-                ok = n in reg
-                how = "yes" if ok else "no"
-            total += 1
-            have += ok
-            if missing and ok:
-                continue
-            click.echo(f"{n:<45} {how}")
-    click.echo(f"\n{have}/{total} ops have a kernel")
-
-
-@main.command()
-def backends():
-    """List the backends that are installed."""
-    from . import frontend
-    from .harness.backends import available
-
-    for name, where in sorted(available().items()):
-        click.echo(f"{name:<12} {where}")
-    click.echo(f"\nprograms are parsed with {frontend.provider_version()}")
-
-
-def _register_extra_commands() -> None:
-    """Commands that live in their own modules (imported lazily by click)."""
-    import importlib
-
-    for modname in ("cli_eval", "cli_report"):
-        try:
-            mod = importlib.import_module(f"{__package__}.{modname}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.{modname}":
-                raise
-            continue
-        for cmd in getattr(mod, "COMMANDS", ()):
-            main.add_command(cmd)
-
-
-_register_extra_commands()
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+COMMANDS = [run]

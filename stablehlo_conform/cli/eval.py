@@ -20,7 +20,7 @@ import click
 # inherit the environment), so it is set before anything imports jaxlib.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from .errors import ConformError, InputError, ParseError
+from ..errors import ConformError, InputError, ParseError
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -29,7 +29,7 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _load(path: str):
-    from . import load
+    from .. import load
 
     try:
         mods = load(path)
@@ -43,7 +43,7 @@ def _load(path: str):
 
 
 def _entry(module, entry):
-    from .harness.diff import entry_of
+    from ..harness.diff import entry_of
 
     try:
         return entry_of(module, entry)
@@ -52,7 +52,7 @@ def _entry(module, entry):
 
 
 def _inputs(func, inputs_path, use_random: bool, seed: int, required: bool = True):
-    from .harness import inputs as I
+    from ..harness import inputs as I
 
     try:
         if inputs_path:
@@ -85,7 +85,7 @@ class _Opts:
 def _format_array(name: str, ttype, a) -> str:
     import numpy as np
 
-    from .compare import is_float_dtype
+    from ..compare import is_float_dtype
 
     a = np.asarray(a)
     if a.dtype.kind == "V":  # ml_dtypes (bf16, f8, int4, ...): print their values
@@ -122,8 +122,8 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
     """Run PROGRAM (text, bytecode or portable artifact) on inputs."""
     import time
 
-    from .harness import inputs as I
-    from .harness.backends import BackendUnavailable, available, get_backend
+    from ..harness import inputs as I
+    from ..harness.backends import BackendUnavailable, available, get_backend
 
     if inputs_path and use_random:
         _fail("give either --inputs or --random")
@@ -148,7 +148,7 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
         if prof is not None:
             if backend != "numpy":
                 click.echo(f"note: --profile measures the numpy engine, not {backend}", err=True)
-            from .harness.backends.numpy_backend import NumpyBackend
+            from ..harness.backends.numpy_backend import NumpyBackend
 
             nb = get_backend("numpy") if backend == "numpy" else NumpyBackend()
             eng = nb.engine(module, opts)
@@ -213,8 +213,8 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
 def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout):
     """Run PROGRAM on several backends with the same inputs and compare."""
-    from .harness.backends import available
-    from .harness.diff import DiffOptions, diff_program, format_report
+    from ..harness.backends import available
+    from ..harness.diff import DiffOptions, diff_program, format_report
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:
@@ -222,7 +222,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     unknown = [n for n in names if n not in available()]
     if unknown:
         _fail(f"unknown backend {', '.join(unknown)}; available: {', '.join(sorted(available()))}")
-    from .harness.backends import BackendUnavailable, get_backend
+    from ..harness.backends import BackendUnavailable, get_backend
 
     for n in names:
         try:

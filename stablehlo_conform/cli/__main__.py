@@ -1,0 +1,5 @@
+"""``python -m stablehlo_conform.cli``."""
+
+from . import main
+
+main()
