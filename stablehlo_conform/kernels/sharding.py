@@ -1,0 +1,255 @@
+"""Shardy (``sdy``) ops, evaluated with the global (unsharded) semantics.
+
+A program exported with a mesh describes one computation on global values;
+its shardings say where the pieces of each value live, never what the value
+is. So sharding constraints, reshards and the sharding attributes are
+identities on values, and only ``sdy.manual_computation`` (a ``shard_map``)
+computes per device: its body runs once per device of the mesh on that
+device's shards (split by ``in_shardings``), collectives inside the body meet
+across the devices through a process grid (:mod:`..process_grid`), and the
+per-device results are put together again by ``out_shardings``.
+
+Devices of a mesh are numbered in row-major order of the mesh axes, or by its
+``device_ids``; a device id ``d`` is the process ``(d // P, d % P)`` of the
+module's ``mhlo.num_replicas x mhlo.num_partitions`` grid (``P`` partitions),
+which is what ``partition_id`` returns inside the body. Replica groups given as
+mesh axes (``#stablehlo.replica_group_mesh_axes``, spec.md#collective-ops)
+are one group per position on the other axes, ordered along the listed axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConformError
+from ..program import AxisRef, Mesh, MeshAxesGroups, TensorSharding
+from .registry import kernel
+
+
+# meshes -------------------------------------------------------------------------
+def resolve_mesh(module: Any, mesh: str | Mesh, where: str = "") -> Mesh:
+    """The mesh an attribute names (a ``sdy.mesh`` symbol) or carries inline."""
+    if isinstance(mesh, Mesh):
+        return mesh
+    found = (getattr(module, "meshes", None) or {}).get(mesh)
+    if found is None:
+        raise ConformError(f"{where}: no mesh @{mesh} in the module" if where else f"no mesh @{mesh} in the module")
+    return found
+
+
+def mesh_device_ids(mesh: Mesh) -> np.ndarray:
+    """Device id at each mesh position (row-major over the axes)."""
+    n = int(np.prod([s for _, s in mesh.axes], dtype=np.int64))
+    if mesh.device_ids:
+        ids = np.asarray(mesh.device_ids, dtype=np.int64)
+        if ids.size != n:
+            raise ConformError(f"mesh {_fmt_mesh(mesh)} has {n} positions but {ids.size} device ids")
+        return ids
+    return np.arange(n, dtype=np.int64)
+
+
+def _fmt_mesh(mesh: Mesh) -> str:
+    return "[" + ", ".join(f"{name}={size}" for name, size in mesh.axes) + "]"
+
+
+def _coords(mesh: Mesh) -> np.ndarray:
+    """``(devices, axes)`` coordinates of every mesh position."""
+    sizes = [s for _, s in mesh.axes]
+    if not sizes:
+        return np.zeros((1, 0), dtype=np.int64)
+    grids = np.indices(sizes, dtype=np.int64).reshape(len(sizes), -1)
+    return grids.T
+
+
+def _axis_index(mesh: Mesh, ref: AxisRef) -> int:
+    for k, (name, _) in enumerate(mesh.axes):
+        if name == ref.name:
+            return k
+    raise ConformError(f"axis {ref.name!r} is not an axis of mesh {_fmt_mesh(mesh)}")
+
+
+def ref_size(mesh: Mesh, ref: AxisRef) -> int:
+    full = mesh.axes[_axis_index(mesh, ref)][1]
+    if ref.size is None:
+        return full
+    if full % (ref.pre_size * ref.size):
+        raise ConformError(f"sub-axis {ref.name}:({ref.pre_size}){ref.size} does not divide axis "
+                           f"{ref.name} of size {full}")
+    return ref.size
+
+
+def _stride(mesh: Mesh, ref: AxisRef) -> int:
+    """How many steps of the full axis one step of ``ref`` is: the product of
+    the sub-axis sizes after it (the minor part)."""
+    full = mesh.axes[_axis_index(mesh, ref)][1]
+    return 1 if ref.size is None else full // (ref.pre_size * ref.size)
+
+
+def ref_coord(mesh: Mesh, coords: np.ndarray, ref: AxisRef) -> np.ndarray:
+    """Every position's coordinate along an axis or sub-axis."""
+    c = coords[:, _axis_index(mesh, ref)]
+    return (c // _stride(mesh, ref)) % ref_size(mesh, ref)
+
+
+def _rest(mesh: Mesh, coords: np.ndarray, refs: Sequence[AxisRef]) -> np.ndarray:
+    """Coordinates with the digits of ``refs`` taken out: positions with
+    equal rests differ only along ``refs``."""
+    rest = coords.copy()
+    for ref in refs:
+        k = _axis_index(mesh, ref)
+        rest[:, k] -= ref_coord(mesh, coords, ref) * _stride(mesh, ref)
+    return rest
+
+
+def _position(mesh: Mesh, coords: np.ndarray, refs: Sequence[AxisRef]) -> np.ndarray:
+    """Mixed-radix index along ``refs`` (the first one major)."""
+    pos = np.zeros(len(coords), dtype=np.int64)
+    for ref in refs:
+        pos = pos * ref_size(mesh, ref) + ref_coord(mesh, coords, ref)
+    return pos
+
+
+def mesh_groups(module: Any, groups: MeshAxesGroups, where: str = "") -> list[list[int]]:
+    """Replica groups (device ids) of ``#stablehlo.replica_group_mesh_axes``:
+    one group per position on the axes not listed, ordered along the listed
+    axes (the first one major). See spec.md#collective-ops."""
+    mesh = resolve_mesh(module, groups.mesh, where)
+    coords = _coords(mesh)
+    ids = mesh_device_ids(mesh)
+    rest = _rest(mesh, coords, groups.axes)
+    pos = _position(mesh, coords, groups.axes)
+    out: dict[tuple, list[tuple[int, int]]] = {}
+    for i, key in enumerate(map(tuple, rest)):
+        out.setdefault(key, []).append((int(pos[i]), int(ids[i])))
+    return [[d for _, d in sorted(members)] for _, members in sorted(out.items())]
+
+
+# splitting and assembling values --------------------------------------------------
+def _dim_refs(sharding: TensorSharding, manual: frozenset[str], rank: int) -> list[tuple[AxisRef, ...]]:
+    dims = list(sharding.dims) + [()] * (rank - len(sharding.dims))
+    return [tuple(r for r in refs if r.name in manual) for refs in dims[:rank]]
+
+
+def _slices(mesh: Mesh, coords: np.ndarray, refs_per_dim, shape: Sequence[int], what: str) -> list[list[slice]]:
+    """Per mesh position, the slice of a global value of ``shape`` it holds."""
+    per_dim = []
+    for d, refs in enumerate(refs_per_dim):
+        count = int(np.prod([ref_size(mesh, r) for r in refs], dtype=np.int64)) if refs else 1
+        if shape[d] % count:
+            raise ConformError(f"{what}: dimension {d} of size {shape[d]} does not split into {count} shards")
+        step = shape[d] // count
+        start = _position(mesh, coords, refs) * step
+        per_dim.append([slice(int(s), int(s) + step) for s in start])
+    return [[per_dim[d][i] for d in range(len(shape))] for i in range(len(coords))]
+
+
+def split(mesh: Mesh, value: np.ndarray, sharding: TensorSharding, manual: frozenset[str],
+          what: str) -> list[np.ndarray]:
+    """Each mesh position's shard of a global value along the manual axes."""
+    value = np.asarray(value)
+    coords = _coords(mesh)
+    refs = _dim_refs(sharding, manual, value.ndim)
+    return [np.ascontiguousarray(value[tuple(s)]) for s in _slices(mesh, coords, refs, value.shape, what)]
+
+
+def assemble(mesh: Mesh, shards: Sequence[np.ndarray], sharding: TensorSharding, manual: frozenset[str],
+             shape: Sequence[int], dtype: np.dtype, what: str) -> np.ndarray:
+    """The global value whose shards the mesh positions hold. Along an axis
+    the sharding does not split over, the value is replicated: the position
+    at coordinate 0 of that axis is the one read."""
+    coords = _coords(mesh)
+    refs = _dim_refs(sharding, manual, len(shape))
+    used = [r for rs in refs for r in rs]
+    writer = ~np.any(_rest(mesh, coords, used), axis=1) if len(coords) else np.zeros(0, bool)
+    out = np.zeros(tuple(shape), dtype=dtype)
+    for i, s in enumerate(_slices(mesh, coords, refs, shape, what)):
+        if writer[i]:
+            piece = np.asarray(shards[i])
+            target = out[tuple(s)]
+            if piece.shape != target.shape:
+                raise ConformError(f"{what}: device shard of shape {list(piece.shape)} does not fit "
+                                   f"{list(target.shape)} of the global shape {list(shape)}")
+            out[tuple(s)] = piece
+    return out
+
+
+# ops ----------------------------------------------------------------------------
+@kernel("sdy.sharding_constraint", "sdy.reshard", "sdy.propagation_barrier", "sdy.data_flow_edge",
+        "sdy.all_gather", "sdy.all_slice", "sdy.all_to_all", "sdy.collective_permute")
+def identity(op, *operands):
+    """The global value is unchanged: these ops only say (or change) where
+    its shards live."""
+    return tuple(operands)
+
+
+@kernel("sdy.sharding_group")
+def sharding_group(op, *operands):
+    """Asks for operands to share a sharding; no value."""
+    return ()
+
+
+@kernel("sdy.constant")
+def constant(op):
+    """Like spec.md#constant (a constant Shardy may not deduplicate)."""
+    return (np.array(op.attr("value"), dtype=op.result_dtype(0), copy=True),)
+
+
+@kernel("sdy.named_computation")
+def named_computation(op, *operands):
+    """A named call of its body on the operands."""
+    return tuple(op.region(0)(*operands))
+
+
+@kernel("sdy.manual_computation")
+def manual_computation(op, *operands):
+    """The body once per device of the mesh on that device's shards (split
+    along the manual axes by ``in_shardings``), collectives meeting across
+    the devices; results reassembled by ``out_shardings``."""
+    from ..process_grid import ProcessGrid, child_engine, grid_size_of
+
+    eng = op.engine
+    what = f"{op.name} at {op.loc}"
+    if getattr(eng, "manual_axes", None):
+        raise op.unsupported("a manual computation nested in another one")
+    manual = frozenset(op.attr("manual_axes", ()) or ())
+    ins = tuple(op.attr("in_shardings", ()) or ())
+    outs = tuple(op.attr("out_shardings", ()) or ())
+    if len(ins) != len(operands) or len(outs) != op.num_results:
+        raise ConformError(f"{what}: {len(ins)} in_shardings for {len(operands)} operands, "
+                           f"{len(outs)} out_shardings for {op.num_results} results")
+    shardings = ins + outs
+    if not shardings:
+        raise op.unsupported("a manual computation without operands or results (no mesh named)")
+    mesh = resolve_mesh(eng.module, shardings[0].mesh, what)
+    if any(resolve_mesh(eng.module, s.mesh, what) != mesh for s in shardings[1:]):
+        raise op.unsupported("a manual computation whose shardings use different meshes")
+    ids = mesh_device_ids(mesh)
+    per_device = [split(mesh, v, s, manual, f"{what}: operand #{i}") for i, (v, s) in enumerate(zip(operands, ins))]
+    replicas, partitions = grid_size_of(eng.module)
+    if int(ids.max(initial=0)) >= replicas * partitions:
+        replicas, partitions = 1, int(ids.max(initial=0)) + 1
+    grid = ProcessGrid(replicas, partitions, deadline=eng.deadline)
+    body = op.op.regions[0]
+    env = eng.current_env
+
+    def job_for(position: int):
+        def job(info) -> tuple:
+            child = child_engine(eng, info, forward_trace=False)
+            child.manual_axes = manual
+            return child.run_region(body, tuple(v[position] for v in per_device), dict(env))
+        return job
+
+    jobs = {(int(d) // partitions, int(d) % partitions): job_for(i) for i, d in enumerate(ids)}
+    if len(jobs) != len(ids):
+        raise ConformError(f"{what}: mesh {_fmt_mesh(mesh)} names a device twice")
+    results = grid.run(jobs)
+    order = [(int(d) // partitions, int(d) % partitions) for d in ids]
+    out = []
+    for j, s in enumerate(outs):
+        ty = op.result_type(j)
+        shards = [results[pid][j] for pid in order]
+        out.append(assemble(mesh, shards, s, manual, ty.shape, ty.dtype, f"{what}: result #{j}"))
+    return tuple(out)
