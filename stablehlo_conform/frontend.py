@@ -621,7 +621,8 @@ class _Lowerer:
             axes = [sh.MeshAxisAttr(x) for x in ir.ArrayAttr(ma.axes)]
             ids = ma.device_ids
             ids = self.attr(ids) if ids is not None else ()
-        return Mesh(tuple((str(x.name), int(x.size)) for x in axes), tuple(int(i) for i in np.ravel(ids or ())))
+        ids = np.ravel(np.asarray(ids if ids is not None else (), dtype=np.int64))
+        return Mesh(tuple((str(x.name), int(x.size)) for x in axes), tuple(int(i) for i in ids))
 
     def axis_ref(self, x) -> AxisRef:
         sdy, sh = self.sdy, self.sh

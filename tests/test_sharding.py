@@ -321,3 +321,38 @@ def test_back_compat_shardy_program_gives_its_expected_outputs():
         pytest.skip("jax ships no shardy_sharding_ops_with_different_meshes data")
     for module in (frontend.load_text(data["mlir_module_text"])[0], frontend.load_bytes(data["mlir_module_serialized"])):
         _assert_same(evaluate(module, *data["inputs"]), list(data["expected_outputs"]), "shardy back-compat data")
+
+
+def test_inline_meshes_and_mesh_axes_groups_on_a_process_grid():
+    from stablehlo_conform.process_grid import run_spmd
+
+    assert frontend.parse_attribute('#sdy.sharding<mesh<["a"=2], device_ids=[1, 0]>, [{"a"}]>') == TensorSharding(
+        Mesh((("a", 2),), (1, 0)), ((AxisRef("a"),),))
+    groups = ('#stablehlo.replica_group_mesh_axes<mesh = #stablehlo.mesh<axes = [#stablehlo.mesh_axis<name = "x", '
+              'size = 2>, #stablehlo.mesh_axis<name = "y", size = 2>], device_ids = dense<[3, 2, 1, 0]> : '
+              'tensor<4xi64>>, axes = [#stablehlo.axis_ref<name = "x">]>')
+    assert frontend.parse_attribute(groups) == MeshAxesGroups(Mesh((("x", 2), ("y", 2)), (3, 2, 1, 0)),
+                                                              (AxisRef("x"),))
+    text = f"""
+    func.func public @main() -> tensor<2xui32> {{
+      %id = stablehlo.partition_id : tensor<ui32>
+      %v = stablehlo.reshape %id : (tensor<ui32>) -> tensor<1xui32>
+      %g = "stablehlo.all_gather"(%v) <{{all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 1,
+          type = 0>, replica_groups = {groups}, use_global_device_ids}}> : (tensor<1xui32>) -> tensor<2xui32>
+      return %g : tensor<2xui32>
+    }}"""
+    out = run_spmd(load(text)[0], "main", num_partitions=4)
+    # positions (0, y) and (1, y) are devices [3, 1] (y = 0) and [2, 0] (y = 1)
+    assert {pid: r[0].tolist() for pid, r in out.items()} == {
+        (0, 0): [2, 0], (0, 1): [3, 1], (0, 2): [2, 0], (0, 3): [3, 1]}
+
+
+def test_native_wrapper_gives_whole_values_to_every_device():
+    from stablehlo_conform.harness.backends.base import replicated_attr
+
+    module = load(HAND.replace("  sdy.mesh @mesh =", "  sdy.mesh @one = <[], device_ids=[0]>\n  sdy.mesh @mesh ="))[0]
+    attr = replicated_attr(module)
+    assert attr(module.funcs["main"].param_types[0]) == "{sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}"
+    gspmd = load("module attributes {mhlo.num_partitions = 2 : i32} {\n  func.func @main() {\n    return\n  }\n}")[0]
+    assert replicated_attr(gspmd)(None) == '{mhlo.sharding = "{replicated}"}'
+    assert replicated_attr(load("func.func @main() {\n  return\n}")[0]) is None

@@ -395,7 +395,8 @@ def replicated_attr(module: Module) -> Any:
     """For a program run on several devices (``mhlo.num_partitions`` or
     ``mhlo.num_replicas`` above 1): a function giving the attribute that
     makes a wrapper argument or result of some type whole on every device
-    (``sdy.sharding`` on the module's first mesh, else ``mhlo.sharding``);
+    (``sdy.sharding`` on the module's first mesh with axes, else
+    ``mhlo.sharding``);
     None for single-device programs."""
     from ...process_grid import grid_size_of
 
@@ -403,8 +404,9 @@ def replicated_attr(module: Module) -> Any:
     if r * p == 1:
         return None
     meshes = getattr(module, "meshes", None) or {}
-    if meshes:
-        mesh = next(iter(meshes))
+    # a mesh without axes puts a value on one device: only one with axes replicates
+    mesh = next((name for name, m in meshes.items() if getattr(m, "axes", ())), None)
+    if mesh is not None:
 
         def sdy(t) -> str:
             dims = ", ".join(["{}"] * len(getattr(t, "shape", ())))
