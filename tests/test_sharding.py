@@ -356,3 +356,11 @@ def test_native_wrapper_gives_whole_values_to_every_device():
     gspmd = load("module attributes {mhlo.num_partitions = 2 : i32} {\n  func.func @main() {\n    return\n  }\n}")[0]
     assert replicated_attr(gspmd)(None) == '{mhlo.sharding = "{replicated}"}'
     assert replicated_attr(load("func.func @main() {\n  return\n}")[0]) is None
+
+
+def test_assemble_a_dynamic_result_from_its_shards():
+    mesh = Mesh((("x", 2), ("y", 2)))
+    s = TensorSharding(mesh, ((AxisRef("y"),), ()))
+    pieces = [np.full((3, 2), i % 2, np.float32) for i in range(4)]
+    got = S.assemble(mesh, pieces, s, frozenset({"x", "y"}), (None, 2), np.dtype(np.float32), "t")
+    np.testing.assert_array_equal(got, np.repeat([[0.0], [1.0]], 3, axis=0) * np.ones((1, 2)))

@@ -159,9 +159,14 @@ def assemble(mesh: Mesh, shards: Sequence[np.ndarray], sharding: TensorSharding,
              shape: Sequence[int], dtype: np.dtype, what: str) -> np.ndarray:
     """The global value whose shards the mesh positions hold. Along an axis
     the sharding does not split over, the value is replicated: the position
-    at coordinate 0 of that axis is the one read."""
+    at coordinate 0 of that axis is the one read. Dynamic sizes (None in
+    ``shape``) are the shards' sizes times the shard counts."""
     coords = _coords(mesh)
     refs = _dim_refs(sharding, manual, len(shape))
+    if any(d is None for d in shape):  # a dynamic result: the shards tell its size
+        local = np.shape(shards[0])
+        shape = [local[d] * int(np.prod([ref_size(mesh, r) for r in refs[d]], dtype=np.int64)) if n is None else n
+                 for d, n in enumerate(shape)]
     used = [r for rs in refs for r in rs]
     writer = ~np.any(_rest(mesh, coords, used), axis=1) if len(coords) else np.zeros(0, bool)
     out = np.zeros(tuple(shape), dtype=dtype)
