@@ -364,3 +364,12 @@ def test_assemble_a_dynamic_result_from_its_shards():
     pieces = [np.full((3, 2), i % 2, np.float32) for i in range(4)]
     got = S.assemble(mesh, pieces, s, frozenset({"x", "y"}), (None, 2), np.dtype(np.float32), "t")
     np.testing.assert_array_equal(got, np.repeat([[0.0], [1.0]], 3, axis=0) * np.ones((1, 2)))
+
+
+def test_shards_that_do_not_fit_the_body_fail_to_verify():
+    from stablehlo_conform.errors import ParseError
+
+    text = HAND.replace('in_shardings=[<@mesh, [{"a", "b"}, {}]>]', 'in_shardings=[<@mesh, [{"a"}, {}]>]')
+    with pytest.raises(ParseError, match=r"^<string>:8:12: error: 'sdy.manual_computation' op .*Expected local "
+                                         r"shape 'tensor<2x2xf32>', actual local shape 'tensor<1x2xf32>'"):
+        load(text)

@@ -233,11 +233,17 @@ def manual_computation(op, *operands):
         raise op.unsupported("a manual computation whose shardings use different meshes")
     ids = mesh_device_ids(mesh)
     per_device = [split(mesh, v, s, manual, f"{what}: operand #{i}") for i, (v, s) in enumerate(zip(operands, ins))]
+    body = op.op.regions[0]
+    for i, (shards, ty) in enumerate(zip(per_device, body.blocks[0].arg_types)):
+        want = getattr(ty, "shape", None)
+        got = np.shape(shards[0]) if shards else ()
+        if want is not None and (len(want) != len(got) or any(w not in (None, g) for w, g in zip(want, got))):
+            raise ConformError(f"{what}: operand #{i} splits into shards of shape {list(got)} but the body "
+                               f"takes {ty}")
     replicas, partitions = grid_size_of(eng.module)
     if int(ids.max(initial=0)) >= replicas * partitions:
         replicas, partitions = 1, int(ids.max(initial=0)) + 1
     grid = ProcessGrid(replicas, partitions, deadline=eng.deadline)
-    body = op.op.regions[0]
     env = eng.current_env
 
     def job_for(position: int):
