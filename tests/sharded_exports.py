@@ -2,7 +2,7 @@
 
 Run as ``python tests/sharded_exports.py OUTDIR``: it forces 8 CPU devices
 before jax starts, exports every case below with ``jax.export`` on a 4x2 mesh
-(``shard_map`` with collectives, sharding constraints, sharded arguments) and
+(``shard_map`` with collectives, nested, sharding constraints, sharded arguments) and
 writes per case ``NAME.mlir`` (text), ``NAME.bin`` (the portable artifact),
 ``NAME.twin.mlir`` (the same computation written without a mesh, exported on
 one device) and ``NAME.npz`` (inputs ``arg0...`` and the outputs ``out0...``
@@ -40,7 +40,9 @@ SQUARE = jnp.sin(jnp.arange(64, dtype=jnp.float32)).reshape(8, 8)
 
 
 def smap(body, mesh, in_specs, out_specs, **kw):
-    return shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False, **kw)
+    if mesh is not None:  # None: the mesh of the enclosing shard_map
+        kw["mesh"] = mesh
+    return shard_map(body, in_specs=in_specs, out_specs=out_specs, check_vma=False, **kw)
 
 
 def cyclic(n, k=1):
@@ -164,6 +166,20 @@ def partial_manual_twin(a):
     return jnp.cos(a).reshape(4, 2, 4).sum(0)
 
 
+def nested(a):
+    """A shard_map over ``y`` inside one over ``x``."""
+    def outer(b):
+        inner = smap(lambda c: lax.psum(c, "y") * (1 + lax.axis_index("x")), None, P(None, "y"), P(),
+                     axis_names=frozenset({"y"}))
+        return lax.ppermute(inner(b), "x", cyclic(4))
+    return smap(outer, MESH, P("x"), P("x"), axis_names=frozenset({"x"}))(a)
+
+
+def nested_twin(a):
+    s = a.reshape(8, 2, 2).sum(1) * jnp.repeat(jnp.arange(1, 5, dtype=a.dtype), 2)[:, None]
+    return jnp.roll(s, 2, axis=0)
+
+
 CASES = {
     "psum_x": (psum_x, (A,), {}),
     "psum_xy": (psum_xy, (A,), {}),
@@ -182,6 +198,7 @@ CASES = {
         "out_shardings": NamedSharding(MESH, P(None, "x"))}),
     "mixed": (mixed, (A,), {}),
     "partial_manual": (partial_manual, (A,), {}),
+    "nested": (nested, (A,), {}),
 }
 TWINS = {name: globals().get(name + "_twin") for name in CASES}
 

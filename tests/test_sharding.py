@@ -200,13 +200,17 @@ def test_hand_written_program_on_xla_with_four_devices():
     assert r["status"] == "agree", r
 
 
-def test_nested_manual_computation_is_unsupported():
-    text = HAND.replace("%r0 = stablehlo.add %x, %b : tensor<1x2xf32>", """%r0 = sdy.manual_computation(%x)
+def test_nested_manual_computation_without_axes_runs_each_device_alone():
+    text = HAND.replace("%r0 = stablehlo.add %x, %b : tensor<1x2xf32>", """%r = stablehlo.add %x, %b : tensor<1x2xf32>
+      %r0 = sdy.manual_computation(%r)
         in_shardings=[<@mesh, [{}, {}]>] out_shardings=[<@mesh, [{}, {}]>] manual_axes={} (%y: tensor<1x2xf32>) {
-        sdy.return %y : tensor<1x2xf32>
+        %z = stablehlo.negate %y : tensor<1x2xf32>
+        sdy.return %z : tensor<1x2xf32>
       } : (tensor<1x2xf32>) -> tensor<1x2xf32>""")
-    with pytest.raises(ConformError, match="nested"):
-        evaluate(load(text)[0], np.zeros((4, 2), np.float32), np.zeros((2, 4), np.int32))
+    a = np.arange(8, dtype=np.float32).reshape(4, 2)
+    out0, out1, _ = evaluate(load(text)[0], a, np.zeros((2, 4), np.int32))
+    np.testing.assert_array_equal(out0, -(a + (3 - np.arange(4, dtype=np.float32))[:, None] * 100))
+    np.testing.assert_array_equal(out1, a[:2] + a[2:])
 
 
 def test_shard_that_does_not_divide_is_an_error():

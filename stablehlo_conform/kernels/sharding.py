@@ -156,28 +156,35 @@ def split(mesh: Mesh, value: np.ndarray, sharding: TensorSharding, manual: froze
 
 
 def assemble(mesh: Mesh, shards: Sequence[np.ndarray], sharding: TensorSharding, manual: frozenset[str],
-             shape: Sequence[int], dtype: np.dtype, what: str) -> np.ndarray:
-    """The global value whose shards the mesh positions hold. Along an axis
+             shape: Sequence[int | None], dtype: np.dtype, what: str, positions: Sequence[int] | None = None,
+             columns: Sequence[int] | None = None) -> np.ndarray:
+    """The global value whose shards the mesh positions hold (``shards[k]``
+    from position ``positions[k]``; default every position). Along an axis
     the sharding does not split over, the value is replicated: the position
-    at coordinate 0 of that axis is the one read. Dynamic sizes (None in
-    ``shape``) are the shards' sizes times the shard counts."""
+    at coordinate 0 of that axis is the one read (only the axes ``columns``
+    index are looked at, default all). Dynamic sizes (None in ``shape``) are
+    the shards' sizes times the shard counts."""
     coords = _coords(mesh)
+    positions = list(range(len(coords))) if positions is None else list(positions)
     refs = _dim_refs(sharding, manual, len(shape))
     if any(d is None for d in shape):  # a dynamic result: the shards tell its size
         local = np.shape(shards[0])
         shape = [local[d] * int(np.prod([ref_size(mesh, r) for r in refs[d]], dtype=np.int64)) if n is None else n
                  for d, n in enumerate(shape)]
-    used = [r for rs in refs for r in rs]
-    writer = ~np.any(_rest(mesh, coords, used), axis=1) if len(coords) else np.zeros(0, bool)
+    rest = _rest(mesh, coords, [r for rs in refs for r in rs])
+    if columns is not None:
+        rest = rest[:, list(columns)]
+    writer = ~np.any(rest, axis=1)
+    slices = _slices(mesh, coords, refs, shape, what)
     out = np.zeros(tuple(shape), dtype=dtype)
-    for i, s in enumerate(_slices(mesh, coords, refs, shape, what)):
+    for piece, i in zip(shards, positions):
         if writer[i]:
-            piece = np.asarray(shards[i])
-            target = out[tuple(s)]
+            piece = np.asarray(piece)
+            target = out[tuple(slices[i])]
             if piece.shape != target.shape:
                 raise ConformError(f"{what}: device shard of shape {list(piece.shape)} does not fit "
                                    f"{list(target.shape)} of the global shape {list(shape)}")
-            out[tuple(s)] = piece
+            out[tuple(slices[i])] = piece
     return out
 
 
@@ -212,13 +219,12 @@ def named_computation(op, *operands):
 def manual_computation(op, *operands):
     """The body once per device of the mesh on that device's shards (split
     along the manual axes by ``in_shardings``), collectives meeting across
-    the devices; results reassembled by ``out_shardings``."""
-    from ..process_grid import ProcessGrid, child_engine, grid_size_of
-
+    the devices; results reassembled by ``out_shardings``. Nested in the
+    body of another one (over other axes), each device runs the inner body
+    on its own shard and the devices that differ only along the inner manual
+    axes exchange their results to reassemble them."""
     eng = op.engine
     what = f"{op.name} at {op.loc}"
-    if getattr(eng, "manual_axes", None):
-        raise op.unsupported("a manual computation nested in another one")
     manual = frozenset(op.attr("manual_axes", ()) or ())
     ins = tuple(op.attr("in_shardings", ()) or ())
     outs = tuple(op.attr("out_shardings", ()) or ())
@@ -231,7 +237,6 @@ def manual_computation(op, *operands):
     mesh = resolve_mesh(eng.module, shardings[0].mesh, what)
     if any(resolve_mesh(eng.module, s.mesh, what) != mesh for s in shardings[1:]):
         raise op.unsupported("a manual computation whose shardings use different meshes")
-    ids = mesh_device_ids(mesh)
     per_device = [split(mesh, v, s, manual, f"{what}: operand #{i}") for i, (v, s) in enumerate(zip(operands, ins))]
     body = op.op.regions[0]
     for i, (shards, ty) in enumerate(zip(per_device, body.blocks[0].arg_types)):
@@ -240,10 +245,22 @@ def manual_computation(op, *operands):
         if want is not None and (len(want) != len(got) or any(w not in (None, g) for w, g in zip(want, got))):
             raise ConformError(f"{what}: operand #{i} splits into shards of shape {list(got)} but the body "
                                f"takes {ty}")
+    outer = getattr(eng, "manual_axes", None)
+    if outer is not None:
+        return _nested(op, mesh, manual, outer, per_device, outs, what)
+    return _on_every_device(op, mesh, manual, per_device, outs, what)
+
+
+def _on_every_device(op, mesh: Mesh, manual: frozenset[str], per_device, outs, what: str) -> tuple:
+    from ..process_grid import ProcessGrid, child_engine, grid_size_of
+
+    eng = op.engine
+    ids = mesh_device_ids(mesh)
     replicas, partitions = grid_size_of(eng.module)
     if int(ids.max(initial=0)) >= replicas * partitions:
         replicas, partitions = 1, int(ids.max(initial=0)) + 1
     grid = ProcessGrid(replicas, partitions, deadline=eng.deadline)
+    body = op.op.regions[0]
     env = eng.current_env
 
     def job_for(position: int):
@@ -263,4 +280,37 @@ def manual_computation(op, *operands):
         ty = op.result_type(j)
         shards = [results[pid][j] for pid in order]
         out.append(assemble(mesh, shards, s, manual, ty.shape, ty.dtype, f"{what}: result #{j}"))
+    return tuple(out)
+
+
+def _nested(op, mesh: Mesh, manual: frozenset[str], outer: frozenset[str], per_device, outs, what: str) -> tuple:
+    from ..process_grid import process_of
+
+    eng = op.engine
+    if manual & outer:
+        raise op.unsupported(f"a manual computation over axes {sorted(manual & outer)} that are already manual")
+    info = process_of(eng)
+    partitions = info.grid.num_partitions
+    ids = mesh_device_ids(mesh)
+    found = np.nonzero(ids == info.replica_id * partitions + info.partition_id)[0]
+    if not found.size:
+        raise ConformError(f"{what}: process {info.id} is no device of mesh {_fmt_mesh(mesh)}")
+    me = int(found[0])
+    eng.manual_axes = outer | manual
+    try:
+        local = eng.run_region(op.op.regions[0], tuple(v[me] for v in per_device), dict(eng.current_env))
+    finally:
+        eng.manual_axes = outer
+    coords = _coords(mesh)
+    inner = [k for k, (name, _) in enumerate(mesh.axes) if name in manual]
+    others = [k for k in range(len(mesh.axes)) if k not in inner]
+    positions = [j for j in range(len(coords)) if (coords[j, others] == coords[me, others]).all()]
+    group = tuple((int(ids[j]) // partitions, int(ids[j]) % partitions) for j in positions)
+    key = ("sdy.manual_computation", id(op.op), group)
+    got = info.grid.exchange(info.id, key + (info.next_seq(key),), group, tuple(local), what)
+    out = []
+    for j, s in enumerate(outs):
+        ty = op.result_type(j)
+        out.append(assemble(mesh, [got[pid][j] for pid in group], s, manual, ty.shape, ty.dtype,
+                            f"{what}: result #{j}", positions, inner))
     return tuple(out)
