@@ -21,7 +21,7 @@ from .kernels.registry import Registry, load_all
 from .program import Func, Module, Op, Region
 
 TERMINATORS = frozenset({"func.return", "stablehlo.return", "chlo.return", "mhlo.return",
-                         "scf.yield", "tensor.yield", "shape.assuming_yield"})
+                         "scf.yield", "tensor.yield", "shape.assuming_yield", "sdy.return"})
 
 
 class OpContext:

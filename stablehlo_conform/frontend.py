@@ -22,7 +22,8 @@ import numpy as np
 
 from . import types as T
 from .errors import ParseError
-from .program import AttrRecord, Block, Func, Loc, Module, Op, OpaqueAttr, Region, SymbolRef
+from .program import (AttrRecord, AxisRef, Block, Func, Loc, Mesh, MeshAxesGroups, Module, Op, OpaqueAttr, Region,
+                      SymbolRef, TensorSharding)
 
 BYTECODE_MAGIC = b"ML\xefR"
 SPLIT_RE = re.compile(r"^// -----[ \t]*$", re.M)
@@ -44,6 +45,7 @@ def _bindings():
 
         _state.update(ir=ir, stablehlo=stablehlo, chlo=chlo, sh=_stablehlo, ext=_jax_mlir_ext)
         _state["provider"] = "jaxlib"
+        _state["sdy"] = _sdy_module()
         _state["ctx"] = new_context()
         _state["attr_classes"] = [
             getattr(stablehlo, n)
@@ -92,8 +94,27 @@ def new_context():
     st["stablehlo"].register_dialect(ctx)
     st["chlo"].register_dialect(ctx)
     st["sh"].register_interpreter_dialect(ctx)
+    _register_sdy(ctx)
     ctx.allow_unregistered_dialects = True
     return ctx
+
+
+def _sdy_module():
+    try:
+        from jaxlib.mlir._mlir_libs import _sdy
+    except ImportError:  # pragma: no cover - older bindings
+        return None
+    return _sdy
+
+
+def _register_sdy(ctx) -> None:
+    """Shardy (``sdy``): meshes, sharding attributes and manual computations
+    of programs exported with a mesh (also needed to read portable artifacts
+    carrying them); bindings without it parse such programs as unregistered
+    ops."""
+    sdy = _sdy_module()
+    if sdy is not None:
+        sdy.register_dialect(ctx)
 
 
 _iree_state: dict[str, Any] = {}
@@ -470,6 +491,8 @@ class _Lowerer:
         self.ir = st["ir"]
         self.attr_classes = st["attr_classes"]
         self.foreign = st.get("foreign")
+        self.sdy = st.get("sdy")
+        self.sh = st.get("sh")
 
     # values -------------------------------------------------------------
     def vid(self, value) -> int:
@@ -552,9 +575,63 @@ class _Lowerer:
         for cls in self.attr_classes:
             if _isa(a, cls):
                 return self.record(cls, cls(a))
+        if self.sdy is not None:
+            got = self.sharding_attr(a)
+            if got is not None:
+                return got
         if self.foreign is not None:
             return self.foreign(str(a), self.path)
         return OpaqueAttr(str(a))
+
+    # sharding (Shardy and StableHLO meshes) ---------------------------
+    def sharding_attr(self, a) -> Any:
+        """Meshes, tensor shardings, manual axes and mesh-axes replica
+        groups as :mod:`program` objects; None for other attributes."""
+        sdy, sh = self.sdy, self.sh
+        if _isa(a, sdy.TensorShardingAttr):
+            t = sdy.TensorShardingAttr(a)
+            dims = tuple(tuple(self.axis_ref(x) for x in sdy.DimensionShardingAttr(d).axes)
+                         for d in t.dimension_shardings)
+            return TensorSharding(self.mesh(t.mesh_or_ref), dims,
+                                  tuple(self.axis_ref(x) for x in t.replicated_axes),
+                                  tuple(self.axis_ref(x) for x in t.unreduced_axes))
+        if _isa(a, sdy.TensorShardingPerValueAttr):
+            return tuple(self.attr(x) for x in sdy.TensorShardingPerValueAttr(a).shardings)
+        if _isa(a, sdy.ManualAxesAttr):
+            m = sdy.ManualAxesAttr(a)
+            return tuple(m[i] for i in range(len(m)))
+        if _isa(a, sdy.MeshAttr) or _isa(a, sh.MeshAttr):
+            return self.mesh(a)
+        if _isa(a, sh.ReplicaGroupMeshAxesAttr):
+            r = sh.ReplicaGroupMeshAxesAttr(a)
+            return MeshAxesGroups(self.mesh(r.mesh), tuple(self.axis_ref(x) for x in self.ir.ArrayAttr(r.axes)))
+        return None
+
+    def mesh(self, m) -> str | Mesh:
+        """A mesh attribute, or the name of the mesh symbol it refers to."""
+        ir, sdy, sh = self.ir, self.sdy, self.sh
+        if _isa(m, ir.FlatSymbolRefAttr):
+            return ir.FlatSymbolRefAttr(m).value
+        if _isa(m, sdy.MeshAttr):
+            ma = sdy.MeshAttr(m)
+            axes = [sdy.MeshAxisAttr(x) for x in ma.axes]
+            ids = ma.device_ids
+        else:
+            ma = sh.MeshAttr(m)
+            axes = [sh.MeshAxisAttr(x) for x in ir.ArrayAttr(ma.axes)]
+            ids = ma.device_ids
+            ids = self.attr(ids) if ids is not None else ()
+        ids = np.ravel(np.asarray(ids if ids is not None else (), dtype=np.int64))
+        return Mesh(tuple((str(x.name), int(x.size)) for x in axes), tuple(int(i) for i in ids))
+
+    def axis_ref(self, x) -> AxisRef:
+        sdy, sh = self.sdy, self.sh
+        r = sdy.AxisRefAttr(x) if _isa(x, sdy.AxisRefAttr) else sh.AxisRefAttr(x)
+        info = r.sub_axis_info
+        if info is None:
+            return AxisRef(str(r.name))
+        si = sdy.SubAxisInfoAttr(info) if _isa(info, sdy.SubAxisInfoAttr) else sh.SubAxisInfoAttr(info)
+        return AxisRef(str(r.name), int(si.pre_size), int(si.size))
 
     _SKIP = {"context", "type", "typeid", "static_typeid", "dump", "get", "isinstance",
              "maybe_downcast", "parse", "get_named", "owner", "location"}
@@ -668,6 +745,7 @@ class _Lowerer:
         attrs = self.op_attrs(mod_op)
         funcs: dict[str, Func] = {}
         nested: dict[str, Module] = {}
+        meshes: dict[str, Mesh] = {}
         for o in mod_op.regions[0].blocks[0].operations:
             o = o.operation
             if o.name == "func.func":
@@ -687,6 +765,9 @@ class _Lowerer:
             elif o.name == "builtin.module":
                 sub = self.module(o, chunk_line)
                 nested[sub.name or f"module{len(nested)}"] = sub
+            elif o.name == "sdy.mesh":
+                ma = self.op_attrs(o)
+                meshes[ma["sym_name"]] = ma["mesh"]
         return Module(
             funcs=funcs,
             attrs=attrs,
@@ -694,6 +775,7 @@ class _Lowerer:
             source=self.path,
             line=chunk_line,
             nested=nested,
+            meshes=meshes,
         )
 
 

@@ -403,10 +403,11 @@ def process_of(engine: Any) -> ProcessInfo:
     return info
 
 
-def child_engine(parent: Any, info: ProcessInfo, module: Any = None) -> Any:
+def child_engine(parent: Any, info: ProcessInfo, module: Any = None, forward_trace: bool = True) -> Any:
     """An engine for one process of a ``run_parallel`` grid: it shares the
     parent's registry, deadline, io, state (probes) and check records, and
-    stops at its next op once another process has failed."""
+    stops at its next op once another process has failed. With
+    ``forward_trace`` its ops are also reported to the parent's trace."""
     from .engine import Engine
 
     eng = Engine(
@@ -421,7 +422,7 @@ def child_engine(parent: Any, info: ProcessInfo, module: Any = None) -> Any:
     eng.state = parent.state
     eng.checks = parent.checks
     grid = info.grid
-    outer = parent.trace
+    outer = parent.trace if forward_trace else None
 
     def trace(op, args, results) -> None:
         if grid.error is not None:

@@ -65,6 +65,48 @@ class SymbolRef:
         return "@" + self.name
 
 
+@dataclass(frozen=True)
+class AxisRef:
+    """A mesh axis, or the sub-axis of size ``size`` after sub-axes of
+    product ``pre_size`` (Shardy's ``"x":(pre)size``); ``size`` None: the
+    whole axis."""
+
+    name: str
+    pre_size: int = 1
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class Mesh:
+    """A named device grid (``sdy.mesh`` / ``#stablehlo.mesh``): axes
+    ``(name, size)`` major to minor, and the device id at each position in
+    row-major order (empty: ``0, 1, ...``)."""
+
+    axes: tuple[tuple[str, int], ...]
+    device_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TensorSharding:
+    """``#sdy.sharding``: the mesh (a symbol name or inline), the axes each
+    dimension is split over (major first), and the explicitly replicated and
+    unreduced axes."""
+
+    mesh: str | Mesh
+    dims: tuple[tuple[AxisRef, ...], ...]
+    replicated: tuple[AxisRef, ...] = ()
+    unreduced: tuple[AxisRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class MeshAxesGroups:
+    """Replica groups given as mesh axes (``#stablehlo.replica_group_mesh_axes``):
+    one group per position on the other axes, ordered along ``axes``."""
+
+    mesh: str | Mesh
+    axes: tuple[AxisRef, ...]
+
+
 @dataclass
 class Block:
     args: tuple[int, ...]
@@ -117,6 +159,7 @@ class Module:
     line: int  # first line of the chunk in the source file
     text: str = ""  # the module's text as parsed (for other backends)
     nested: dict[str, "Module"] = field(default_factory=dict)
+    meshes: dict[str, Mesh] = field(default_factory=dict)  # sdy.mesh symbols
 
     def callers(self) -> set[str]:
         """Names of functions referenced by func.call or by symbol attributes."""

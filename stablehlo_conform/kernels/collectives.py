@@ -15,7 +15,9 @@ import numpy as np
 
 from ..errors import ConformError
 from ..process_grid import CollectiveMismatch, ProcessInfo, fmt_pid, process_of
+from ..program import MeshAxesGroups
 from .registry import kernel
+from .sharding import mesh_groups
 
 
 # attributes -------------------------------------------------------------------
@@ -30,14 +32,14 @@ def channel_id(op) -> int:
 
 def _groups(op, name: str = "replica_groups") -> list[list[int]] | None:
     """The ``replica_groups`` (or ``source_target_pairs``) constant as lists,
-    without the ``-1`` padding of ragged groups; None when empty."""
+    without the ``-1`` padding of ragged groups (groups given as mesh axes
+    resolved against the module's meshes); None when empty."""
     g = op.attr(name)
     if g is None:
         return None
+    if isinstance(g, MeshAxesGroups):
+        return mesh_groups(op.engine.module, g, f"{op.name} at {op.loc}")
     if not isinstance(g, (np.ndarray, list, tuple)):
-        if "replica_group_mesh_axes" in str(g):
-            raise op.unsupported(f"{name} as ReplicaGroupMeshAxes (the spec does not define their "
-                                 f"process groups yet): {g}")
         raise op.unsupported(f"{name} given as {type(g).__name__} ({g})")
     arr = np.asarray(g, dtype=np.int64)
     if arr.size == 0:

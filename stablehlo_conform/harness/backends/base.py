@@ -165,9 +165,10 @@ class Isolated:
     and raises :class:`Timeout`. The next call starts a fresh child.
     """
 
-    def __init__(self, spec: str, label: str):
+    def __init__(self, spec: str, label: str, env: dict[str, str] | None = None):
         self.spec = spec
         self.label = label
+        self.env = dict(env or {})  # set in the child's environment
         self.proc: Any = None
         # an anonymous file (no name on disk) collects the child's stderr
         self.stderr_file = tempfile.TemporaryFile()
@@ -181,6 +182,7 @@ class Isolated:
         root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+        env.update(self.env)
         self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr_file, env=env,
                                      close_fds=True)
@@ -389,15 +391,44 @@ def _out_ops(w: Wire, value: str, out: str) -> tuple[list[str], list[str]]:
     return [f'    {out} = "stablehlo.bitcast_convert"({value}) : ({t}) -> {p0}'], [out]
 
 
+def replicated_attr(module: Module) -> Any:
+    """For a program run on several devices (``mhlo.num_partitions`` or
+    ``mhlo.num_replicas`` above 1): a function giving the attribute that
+    makes a wrapper argument or result of some type whole on every device
+    (``sdy.sharding`` on the module's first mesh with axes, else
+    ``mhlo.sharding``);
+    None for single-device programs."""
+    from ...process_grid import grid_size_of
+
+    r, p = grid_size_of(module)
+    if r * p == 1:
+        return None
+    meshes = getattr(module, "meshes", None) or {}
+    # a mesh without axes puts a value on one device: only one with axes replicates
+    mesh = next((name for name, m in meshes.items() if getattr(m, "axes", ())), None)
+    if mesh is not None:
+
+        def sdy(t) -> str:
+            dims = ", ".join(["{}"] * len(getattr(t, "shape", ())))
+            return f"{{sdy.sharding = #sdy.sharding<@{mesh}, [{dims}]>}}"
+
+        return sdy
+    return lambda t: '{mhlo.sharding = "{replicated}"}'
+
+
 def wrapper_text(callee: str, params: list[Wire | None], results: list[Wire],
-                 declared: dict[int, Any] | None = None, consts: dict[int, str] | None = None) -> str:
+                 declared: dict[int, Any] | None = None, consts: dict[int, str] | None = None,
+                 attr: Any = None) -> str:
     """A public ``@main`` calling ``callee`` through wire types.
 
     ``declared``: parameters whose declared (dynamic) type differs from the
     wire's static type get a cast; ``consts``: parameters passed as a
-    constant (``dense<...> : type`` text) instead of an argument."""
+    constant (``dense<...> : type`` text) instead of an argument; ``attr``:
+    a function giving each wire argument's and result's attribute text
+    (:func:`replicated_attr`)."""
     declared = declared or {}
     consts = consts or {}
+    attr = attr or (lambda t: "")
     args: list[str] = []
     body: list[str] = []
     call_args: list[str] = []
@@ -409,7 +440,7 @@ def wrapper_text(callee: str, params: list[Wire | None], results: list[Wire],
             ptypes.append(consts[i].rsplit(" : ", 1)[1])
             continue
         names = [f"%w{i}_{j}" for j in range(len(w.pieces))]
-        args += [f"{n}: {p}" for n, p in zip(names, w.pieces)]
+        args += [f"{n}: {p} {attr(p)}".rstrip() for n, p in zip(names, w.pieces)]
         ops = _in_ops(w, names, f"%p{i}")
         body += ops
         value = f"%p{i}" if ops else names[0]
@@ -424,14 +455,16 @@ def wrapper_text(callee: str, params: list[Wire | None], results: list[Wire],
     body.append(f"    {lhs}func.call @{callee}({', '.join(call_args)}) : ({', '.join(ptypes)}) -> ({rtypes})")
     outs: list[str] = []
     out_types: list[str] = []
+    out_decls: list[str] = []
     for i, w in enumerate(results):
         v = "%r" if n == 1 else f"%r#{i}"
         ops, names = _out_ops(w, v, f"%o{i}")
         body += ops
         outs += names
         out_types += [str(p) for p in w.pieces]
+        out_decls += [f"{p} {attr(p)}".rstrip() for p in w.pieces]
     ret = f"    func.return {', '.join(outs)} : {', '.join(out_types)}" if outs else "    func.return"
-    head = f"  func.func public @main({', '.join(args)}) -> ({', '.join(out_types)}) {{"
+    head = f"  func.func public @main({', '.join(args)}) -> ({', '.join(out_decls)}) {{"
     return "\n".join([head, *body, ret, "  }"])
 
 
@@ -530,7 +563,8 @@ class NativeBackend(Backend):
             first = str(e).strip().splitlines()
             raise UnsupportedOp(label, "the program does not parse with jaxlib's bindings"
                                 + (f": {first[-1].strip()[:200]}" if first else "")) from None
-        text = splice(text, wrapper_text(frontend.ENTRY_ALIAS, params, results, declared, consts))
+        text = splice(text, wrapper_text(frontend.ENTRY_ALIAS, params, results, declared, consts,
+                                         replicated_attr(module)))
         if dynamic:
             try:
                 text = frontend.refine_shapes(text)
