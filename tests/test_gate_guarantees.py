@@ -1,0 +1,239 @@
+"""What the gate guarantees, each against a hostile input or event, with real
+processes and real signals: interrupted runs exit non-zero and say so, every
+input ends as exactly one record, loading is bounded, workers never outlive
+the run, outputs are checked up front, resumed streams are repaired or
+refused, malformed inputs are usage errors, untrusted folders run no code and
+names cannot forge terminal output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+PASSING = """func.func @ok() {
+  %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>
+  check.expect_eq_const %0, dense<[1, 2]> : tensor<2xi32>
+  func.return
+}
+"""
+SPIN = """func.func @spin() {
+  %zero = stablehlo.constant dense<0> : tensor<i64>
+  %t = stablehlo.constant dense<true> : tensor<i1>
+  %r = stablehlo.while(%i = %zero) : tensor<i64>
+    cond { stablehlo.return %t : tensor<i1> }
+    do { stablehlo.return %i : tensor<i64> }
+  func.return
+}
+"""
+CMD = [sys.executable, "-m", "stablehlo_conform.cli"]
+
+
+def conform(*args, cwd=None, timeout=300):
+    return subprocess.run([*CMD, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def start(*args, cwd=None):
+    return subprocess.Popen([*CMD, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=cwd)
+
+
+def slow_file(path: Path, ops: int = 150_000) -> None:
+    """One test whose loading (parse + lowering of ``ops`` ops) takes seconds."""
+    lines = ["func.func @big() {", "  %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>"]
+    lines += [f"  %{j} = stablehlo.add %{j - 1}, %0 : tensor<2xi32>" for j in range(1, ops)]
+    lines += [f"  check.expect_eq_const %{ops - 1}, dense<[{ops}, {2 * ops}]> : tensor<2xi32>", "  func.return", "}"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def stream_records(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "id" in rec:
+            out.append(rec)
+    return out
+
+
+def wait_for(cond, timeout: float = 120.0, what: str = "condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``."""
+    parents: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in parents.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def workers(pid: int) -> list[int]:
+    """The worker processes of the ``conform`` process ``pid``."""
+    out = []
+    for c in descendants(pid):
+        try:
+            if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes() and alive(c):
+                out.append(c)
+        except OSError:
+            pass
+    return out
+
+
+def age(pid: int) -> float:
+    """Seconds since ``pid`` started."""
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    return uptime - ticks / os.sysconf("SC_CLK_TCK")
+
+
+# --------------------------------------------------------------------------- #
+# fault 3: an interrupted run is never green
+# --------------------------------------------------------------------------- #
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupted_run_exits_128_plus_signal_and_every_report_says_incomplete(tmp_path, sig, code):
+    src = tmp_path / "suite"
+    src.mkdir()
+    (src / "a_ok.mlir").write_text(PASSING)
+    (src / "b_spin.mlir").write_text(SPIN)
+    (src / "c_ok.mlir").write_text(PASSING)
+    out = tmp_path / "out"
+    p = start("run", src, "--timeout", "0", "--json", out / "r.json", "--jsonl", out / "r.jsonl",
+              "--junit-xml", out / "r.xml", "--html", out / "r.html")
+    try:
+        wait_for(lambda: stream_records(out / "r.jsonl"), what="the first result")
+        spinning = wait_for(lambda: workers(p.pid), what="a worker")
+        time.sleep(0.5)  # b_spin is loaded and spinning
+        p.send_signal(sig)
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == code, stdout + stderr
+    name = signal.Signals(sig).name
+    note = (f"run INCOMPLETE (interrupted by {name}): 1 selected tests not run, "
+            "1 files not loaded (their tests are not counted)")
+    assert note in stdout
+    assert "Traceback" not in stderr
+    doc = json.loads((out / "r.json").read_text())
+    assert (doc["complete"], doc["interrupted"], doc["not_run"]) == (False, name, {"tests": 1, "files": 1})
+    assert [r["status"] for r in doc["results"]] == ["pass"]
+    end = json.loads((out / "r.jsonl").read_text().splitlines()[-1])
+    assert end == {"kind": "end", "complete": False, "interrupted": name, "not_run": {"tests": 1, "files": 1}}
+    suite = ET.parse(out / "r.xml").getroot().find("testsuite")
+    errors = [tc.find("error") for tc in suite.iter("testcase") if tc.find("error") is not None]
+    assert [(e.get("type"), e.get("message")) for e in errors] == [("incomplete", note)]
+    assert note in (out / "r.html").read_text()
+    assert not any(alive(w) for w in spinning)  # the spinning worker went with the run
+
+
+# --------------------------------------------------------------------------- #
+# faults 1 and 2: loading is bounded, workers die with the run, one record per id
+# --------------------------------------------------------------------------- #
+
+def test_fifo_named_or_found_in_a_folder_never_hangs_the_run(tmp_path):
+    os.mkfifo(tmp_path / "named.mlir")
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    os.mkfifo(folder / "found.mlir")
+    (folder / "ok.mlir").write_text(PASSING)
+    out = tmp_path / "r.json"
+    r = conform("run", tmp_path / "named.mlir", folder, "--json", out, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    by_id = {x["id"]: x for x in json.loads(out.read_text())["results"]}
+    assert by_id[f"{folder / 'ok.mlir'}::ok"]["status"] == "pass"
+    for fifo in (tmp_path / "named.mlir", folder / "found.mlir"):
+        rec = by_id[f"{fifo}::<file>"]
+        assert rec["status"] == "error" and "not a regular file (a FIFO)" in rec["message"]
+    assert len(by_id) == 3
+
+
+def test_a_file_slower_to_load_than_its_budget_is_a_timeout_and_the_run_goes_on(tmp_path):
+    slow_file(tmp_path / "a_slow.mlir")
+    (tmp_path / "b_ok.mlir").write_text(PASSING)
+    out = tmp_path / "r.json"
+    t0 = time.monotonic()
+    r = conform("run", tmp_path, "--load-timeout", "1", "--json", out)
+    assert r.returncode == 1, r.stdout + r.stderr
+    recs = json.loads(out.read_text())["results"]
+    assert [(Path(x["id"]).name, x["status"]) for x in recs] == [
+        ("a_slow.mlir::<file>", "timeout"), ("b_ok.mlir::ok", "pass")]
+    assert "loading the file took longer than 1 s" in recs[0]["message"]
+    assert time.monotonic() - t0 < 60
+
+
+@pytest.mark.parametrize("kills", [1, 2])
+def test_a_worker_killed_while_loading_leaves_one_record_per_id(tmp_path, kills):
+    """Killed once, the retry runs the file: only its real result. Killed on
+    the retry too: one ``<file>`` crash record, never two, never beside
+    results."""
+    slow_file(tmp_path / "slow.mlir")
+    stream = tmp_path / "r.jsonl"
+    p = start("run", tmp_path / "slow.mlir", "--jsonl", stream, "--json", tmp_path / "r.json")
+    try:
+        killed: list[int] = []
+        for _ in range(kills):
+            w = wait_for(lambda: [x for x in workers(p.pid) if x not in killed and age(x) > 1.5],
+                         what="a loading worker")[0]
+            assert not stream_records(stream)  # still loading
+            os.kill(w, signal.SIGKILL)
+            killed.append(w)
+        stdout, stderr = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    recs = json.loads((tmp_path / "r.json").read_text())["results"]
+    ids = [x["id"] for x in recs]
+    assert len(ids) == len(set(ids)) and stream_records(stream) == recs
+    if kills == 1:
+        assert [(x["id"].rsplit("::")[1], x["status"]) for x in recs] == [("big", "pass")], stdout
+    else:
+        assert [(x["id"].rsplit("::")[1], x["status"]) for x in recs] == [("<file>", "crash")], stdout
+        assert "loading the file: process killed by signal SIGKILL (twice)" in recs[0]["message"]
+
+
+def test_workers_die_with_a_killed_run(tmp_path):
+    (tmp_path / "spin.mlir").write_text(SPIN)
+    p = start("run", tmp_path, "--timeout", "0", "-j", "1")
+    try:
+        ws = wait_for(lambda: workers(p.pid), what="a worker")
+        time.sleep(1.0)
+        os.kill(p.pid, signal.SIGKILL)  # no chance to clean up: the kernel ends the workers
+        p.communicate(timeout=30)
+        wait_for(lambda: not any(alive(w) for w in ws), timeout=10, what="the orphaned worker to die")
+    finally:
+        p.kill()
