@@ -237,3 +237,83 @@ def test_workers_die_with_a_killed_run(tmp_path):
         wait_for(lambda: not any(alive(w) for w in ws), timeout=10, what="the orphaned worker to die")
     finally:
         p.kill()
+
+
+# --------------------------------------------------------------------------- #
+# fault 8: outputs are checked before the first test; a lost output loses only itself
+# --------------------------------------------------------------------------- #
+
+def test_output_folders_are_created_and_unusable_paths_stop_before_any_test(tmp_path):
+    (tmp_path / "ok.mlir").write_text(PASSING)
+    out = tmp_path / "missing" / "deeper"
+    r = conform("run", tmp_path / "ok.mlir", "--json", out / "r.json", "--jsonl", out / "s" / "r.jsonl",
+                "--junit-xml", out / "j" / "r.xml", "--html", out / "h" / "r.html")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for f in ("r.json", "s/r.jsonl", "j/r.xml", "h/r.html"):
+        assert (out / f).stat().st_size > 0
+    # a path under a file cannot be made: a usage error naming it, before any test (no stream started)
+    stream = tmp_path / "never.jsonl"
+    r = conform("run", tmp_path / "ok.mlir", "--jsonl", stream, "--json", "/dev/full/r.json")
+    assert r.returncode == 2 and "--json /dev/full/r.json: cannot create its folder /dev/full" in r.stderr
+    assert not stream.exists() and "tests in" not in r.stdout
+    r = conform("run", tmp_path / "ok.mlir", "--html", tmp_path)
+    assert r.returncode == 2 and "is a directory" in r.stderr
+
+
+def test_a_full_disk_mid_run_keeps_the_other_outputs_and_says_what_was_lost(tmp_path):
+    (tmp_path / "a.mlir").write_text(PASSING)
+    (tmp_path / "b.mlir").write_text(PASSING.replace("@ok", "@ok2"))
+    out = tmp_path / "out"
+    r = conform("run", tmp_path, "--jsonl", "/dev/full", "--json", out / "r.json", "--junit-xml", out / "r.xml",
+                "--html", out / "r.html")
+    assert r.returncode == 1  # every test passed, but an output was lost
+    assert "--jsonl /dev/full: write failed (No space left on device); 4 records not written" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert json.loads((out / "r.json").read_text())["summary"]["pass"] == 2
+    assert ET.parse(out / "r.xml").getroot().get("tests") == "2"
+    assert (out / "r.html").exists()
+    r = conform("run", tmp_path, "--jsonl", out / "r.jsonl", "--json", "/dev/full")
+    assert r.returncode == 1 and "LOST OUTPUT --json /dev/full: not written (No space left on device)" in r.stderr
+    assert len(stream_records(out / "r.jsonl")) == 2
+
+
+# --------------------------------------------------------------------------- #
+# fault 6: a file without a test fails the gate unless baselined
+# --------------------------------------------------------------------------- #
+
+def test_empty_and_test_less_files_get_a_record_that_fails_the_gate_unless_baselined(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "empty.mlir").write_text("")
+    (suite / "comments.mlir").write_text("// RUN: nothing\n// only a comment\n")
+    (suite / "no_test.mlir").write_text("func.func private @helper() {\n  func.return\n}\n")
+    (suite / "ok.mlir").write_text(PASSING)
+    out = tmp_path / "r.json"
+    r = conform("run", suite, "--json", out)
+    assert r.returncode == 1
+    recs = {Path(x["id"]).name: x for x in json.loads(out.read_text())["results"]}
+    assert set(recs) == {"empty.mlir::<file>", "comments.mlir::<file>", "no_test.mlir::<file>", "ok.mlir::ok"}
+    for name in ("empty", "comments", "no_test"):
+        rec = recs[f"{name}.mlir::<file>"]
+        assert rec["status"] == "error" and "error: no test in file" in rec["message"], rec
+    known = tmp_path / "known.txt"
+    known.write_text("".join(f"suite/{n}.mlir::<file> | no test yet\n" for n in ("empty", "comments", "no_test")))
+    assert conform("run", suite, "--baseline", known).returncode == 0
+
+
+# --------------------------------------------------------------------------- #
+# fault 9: an untrusted working folder runs no code
+# --------------------------------------------------------------------------- #
+
+def test_modules_in_the_working_folder_never_run_in_workers_or_native_children(tmp_path):
+    (tmp_path / "ok.mlir").write_text(PASSING)
+    for mod in ("multiprocessing", "numpy"):  # what a worker and a native child import first
+        (tmp_path / f"{mod}.py").write_text(
+            f"open({str(tmp_path / ('ran_' + mod))!r}, 'w').close()\nraise SystemExit('hijacked')\n")
+    script = Path(sys.executable).parent / "conform"  # as installed: the script's folder leads sys.path
+    for backend in ("numpy", "reference"):
+        r = subprocess.run([str(script), "run", "ok.mlir", "--backend", backend], capture_output=True, text=True,
+                           cwd=tmp_path, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "1 pass" in r.stdout
+    assert not list(tmp_path.glob("ran_*"))

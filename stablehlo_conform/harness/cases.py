@@ -179,14 +179,21 @@ def enumerate_file(path: str) -> FileCases:
         loaded.append(mod)
         found.extend((mod, f) for f in mod.tests())
     out.tests = [(tid, m, f) for tid, (m, f) in zip(test_ids(path, found), found)]
-    if found or out.errors or not loaded:
+    if found or out.errors:
         return out
-    from .programs import find_program_cases
+    if loaded:
+        from .programs import find_program_cases
 
-    source = chunks[0].text if chunks and chunks[0].text is not None else ""
-    cases = find_program_cases(source, loaded)
-    ids = test_ids(path, [(m, c.func) for m, c in cases])
-    out.programs = [(tid, m, c) for tid, (m, c) in zip(ids, cases)]
+        source = chunks[0].text if chunks and chunks[0].text is not None else ""
+        cases = find_program_cases(source, loaded)
+        ids = test_ids(path, [(m, c.func) for m, c in cases])
+        out.programs = [(tid, m, c) for tid, (m, c) in zip(ids, cases)]
+    if not out.programs:  # an empty or truncated file must not pass unnoticed
+        rec = base_record(path, f"{path}::<file>", "", 0)
+        rec["message"] = (f"{path}: error: no test in file: " + (
+            "no test function (a public function without arguments that no other function calls) and no "
+            "program taking arguments" if loaded else "the file is empty or holds only comments"))
+        out.errors.append(rec)
     return out
 
 
