@@ -317,3 +317,116 @@ def test_modules_in_the_working_folder_never_run_in_workers_or_native_children(t
         assert r.returncode == 0, r.stdout + r.stderr
         assert "1 pass" in r.stdout
     assert not list(tmp_path.glob("ran_*"))
+
+
+# --------------------------------------------------------------------------- #
+# fault 5: resume repairs a cut tail and refuses a stream of other settings
+# --------------------------------------------------------------------------- #
+
+def _two_file_suite(tmp_path: Path) -> Path:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "a.mlir").write_text(PASSING)
+    (suite / "b.mlir").write_text(PASSING.replace("@ok", "@ok2"))
+    return suite
+
+
+def test_resume_repairs_a_stream_cut_mid_line_and_report_reads_it(tmp_path):
+    suite = _two_file_suite(tmp_path)
+    stream = tmp_path / "r.jsonl"
+    assert conform("run", suite, "--jsonl", stream).returncode == 0
+    head, first, second, _end = stream.read_text().splitlines()
+    stream.write_text(f"{head}\n{first}\n{second[:25]}")  # killed while writing the second result
+    r = conform("report", stream)  # a cut stream is readable, and says the run did not finish
+    assert r.returncode == 0 and "run INCOMPLETE (did not finish)" in r.stdout, r.stdout + r.stderr
+    r = conform("run", suite, "--jsonl", stream, "--resume")
+    assert r.returncode == 0 and "resuming: 1 results kept" in r.stdout, r.stdout + r.stderr
+    lines = [json.loads(x) for x in stream.read_text().splitlines()]  # every line whole
+    assert [x.get("kind") for x in lines] == ["header", None, None, "end"]
+    assert sorted(x["id"].rsplit("::")[1] for x in lines[1:3]) == ["ok", "ok2"]
+    r = conform("report", stream)
+    assert r.returncode == 0 and "INCOMPLETE" not in r.stdout and "2/2" in r.stdout
+
+
+@pytest.mark.parametrize("change, what", [
+    (["--backend", "reference"], "backend 'numpy' (this run: 'reference')"),
+    (["--timeout", "5"], "timeout 60.0 (this run: 5.0)"),
+    (["-k", "ok2"], "pattern None (this run: 'ok2')"),
+    (["SUITE2"], "paths"),
+])
+def test_resume_refuses_a_stream_written_with_other_settings(tmp_path, change, what):
+    suite = _two_file_suite(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "c.mlir").write_text(PASSING)
+    stream = tmp_path / "r.jsonl"
+    assert conform("run", suite, "--jsonl", stream).returncode == 0
+    before = stream.read_bytes()
+    paths = [other] if change == ["SUITE2"] else [suite, *change]
+    r = conform("run", *paths, "--jsonl", stream, "--resume")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{stream} was written with other settings: " in r.stderr and what in r.stderr
+    assert stream.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- #
+# fault 7: malformed --resume / --baseline / results files are usage errors
+# --------------------------------------------------------------------------- #
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("body, problem", [
+    (b'\xff\xfe not text\n{"id": "x", "status": "pass"}\n', "line 2: not UTF-8 text"),
+    (b'[1, 2]\n{"id": "x", "status": "pass"}\n', "line 2: a record must be a JSON object, not list"),
+    (b'{"status": "pass"}\n{"id": "x", "status": "pass"}\n', "line 2: a result needs a string 'id' and 'status'"),
+    (DEEP.encode() + b'\n{"id": "x", "status": "pass"}\n', "line 2: nested too deeply"),
+    (b'{"id": "x", "status": "pass"}\n', "the stream has no header line"),  # written before headers existed
+])
+def test_a_malformed_resume_stream_is_a_usage_error_naming_file_and_problem(tmp_path, body, problem):
+    (tmp_path / "ok.mlir").write_text(PASSING)
+    stream = tmp_path / "bad.jsonl"
+    head = json.dumps({"kind": "header", "format": "stablehlo-conform-stream", "version": 1, "settings": {}})
+    stream.write_bytes(body if "no header" in problem else head.encode() + b"\n" + body)
+    r = conform("run", tmp_path / "ok.mlir", "--jsonl", stream, "--resume")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{stream}: {problem}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("name, body, problem", [
+    ("known.json", b'{"expected_failures": {"\xff": "x"}}', "not UTF-8 text"),
+    ("known.txt", b"a.mlir::ok | \xe9t\xe9\n", "not UTF-8 text"),
+    ("known.json", DEEP.encode(), "JSON nested too deeply"),
+    ("known.json", b'{"expected_failures": [1, {"a": 1}]}', None),
+    ("known.json", b'{"expected_failures": {"a": null}}', "entry 'a' must be an object or a reason string"),
+])
+def test_a_malformed_baseline_is_a_usage_error_naming_file_and_problem(tmp_path, name, body, problem):
+    (tmp_path / "ok.mlir").write_text(PASSING)
+    known = tmp_path / name
+    known.write_bytes(body)
+    results = tmp_path / "r.json"
+    r = conform("run", tmp_path / "ok.mlir", "--baseline", known, "--json", results)
+    assert "Traceback" not in r.stderr
+    if problem is None:  # odd but readable: entries named by their text
+        assert r.returncode == 0, r.stderr
+        return
+    assert r.returncode == 2 and str(known) in r.stderr and problem in r.stderr, r.stderr
+    assert not results.exists()  # nothing ran
+    r = conform("run", tmp_path / "ok.mlir", "--json", results)
+    r = conform("baseline", "check", results, "--baseline", known)
+    assert r.returncode == 2 and problem in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("body, problem", [
+    (b"\xff\xfe", "not UTF-8 text"),
+    (DEEP.encode(), "JSON nested too deeply"),
+    (b'{"results": [{"id": 1, "status": "pass"}]}', "a result lacks 'id' or 'status'"),
+])
+def test_a_malformed_results_file_is_a_usage_error_for_report_and_baseline(tmp_path, body, problem):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(body)
+    for args in (["report", bad], ["baseline", "check", bad], ["baseline", "update", bad, "-o", tmp_path / "k"]):
+        r = conform(*args)
+        assert r.returncode == 2 and str(bad) in r.stderr and problem in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr

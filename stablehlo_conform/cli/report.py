@@ -54,6 +54,7 @@ def report(results, html_path, junit_path, baseline_path, title, quiet):
     if not quiet:
         for line in family_table(runs):
             click.echo(line)
+    _say_incomplete(runs)
     if html_path:
         from ..harness.reports.html import write_html
 
@@ -122,7 +123,19 @@ def baseline_check(results, baseline_path, min_pass_rate):
     gate = evaluate_gate([r for run in runs for r in run["results"]], bl, rates)
     for line in gate_lines(gate, baseline_path):
         click.echo(line)
-    sys.exit(gate.exit_code)
+    # a gate over a run that did not finish is not green
+    sys.exit(1 if _say_incomplete(runs) else gate.exit_code)
+
+
+def _say_incomplete(runs) -> bool:
+    """Print what every run that did not finish left undone; True if any."""
+    from ..harness.reports import incomplete_note
+
+    notes = [(run.get("source"), incomplete_note(run)) for run in runs]
+    for source, note in notes:
+        if note:
+            click.echo(f"{source}: {note}")
+    return any(n for _s, n in notes)
 
 
 COMMANDS = [report, baseline]
