@@ -430,3 +430,22 @@ def test_a_malformed_results_file_is_a_usage_error_for_report_and_baseline(tmp_p
         r = conform(*args)
         assert r.returncode == 2 and str(bad) in r.stderr and problem in r.stderr, (args, r.stderr)
         assert "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------------------- #
+# fault 12: names cannot forge or hide terminal output
+# --------------------------------------------------------------------------- #
+
+def test_control_characters_in_file_and_function_names_are_escaped_in_text_output(tmp_path):
+    name = "e\x1b[2Jvil\nPASS        forged.mlir"
+    (tmp_path / name).write_text(PASSING.replace("@ok", '@"bad\\1B[31mred\\0Aline"').replace("[1, 2]>", "[1, 3]>", 1))
+    known = tmp_path / "known.txt"
+    known.write_text("nothing.mlir::listed | a baseline, so the gate prints its regressions\n")
+    r = conform("run", tmp_path, "--baseline", known)
+    assert r.returncode == 1
+    assert "\x1b" not in r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert not any(ln.startswith("PASS") for ln in lines)
+    escaped = "e\\x1b[2Jvil\\nPASS        forged.mlir::bad\\x1b[31mred\\nline"
+    assert sum(escaped in ln for ln in lines) == 2  # the FAIL line and the gate's REGRESSION line
+    assert all(ln.startswith(("FAIL ", " ", "gate ")) or not ln.strip() or " tests in " in ln for ln in lines), lines

@@ -48,6 +48,8 @@ def _print_result_line(rec: dict) -> None:
     if rec["status"] == "pass":
         return
     msg = (rec.get("message") or "").strip()
+    if rec.get("file"):  # a file name in a diagnostic must not start a line of its own
+        msg = msg.replace(rec["file"], printable(rec["file"]))
     first, *rest = msg.splitlines() or [""]
     click.echo(f"{rec['status'].upper():<11} {printable(rec['id'])}: {printable(first)}")
     for line in rest[:6]:
