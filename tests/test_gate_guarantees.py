@@ -339,6 +339,8 @@ def test_resume_repairs_a_stream_cut_mid_line_and_report_reads_it(tmp_path):
     stream.write_text(f"{head}\n{first}\n{second[:25]}")  # killed while writing the second result
     r = conform("report", stream)  # a cut stream is readable, and says the run did not finish
     assert r.returncode == 0 and "run INCOMPLETE (did not finish)" in r.stdout, r.stdout + r.stderr
+    r = conform("baseline", "check", stream)  # a gate over a run that did not finish is red
+    assert r.returncode == 1 and "run INCOMPLETE (did not finish)" in r.stdout
     r = conform("run", suite, "--jsonl", stream, "--resume")
     assert r.returncode == 0 and "resuming: 1 results kept" in r.stdout, r.stdout + r.stderr
     lines = [json.loads(x) for x in stream.read_text().splitlines()]  # every line whole
