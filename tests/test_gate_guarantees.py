@@ -17,22 +17,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from test_cli import PASSING, SPIN
 
-PASSING = """func.func @ok() {
-  %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>
-  check.expect_eq_const %0, dense<[1, 2]> : tensor<2xi32>
-  func.return
-}
-"""
-SPIN = """func.func @spin() {
-  %zero = stablehlo.constant dense<0> : tensor<i64>
-  %t = stablehlo.constant dense<true> : tensor<i1>
-  %r = stablehlo.while(%i = %zero) : tensor<i64>
-    cond { stablehlo.return %t : tensor<i1> }
-    do { stablehlo.return %i : tensor<i64> }
-  func.return
-}
-"""
 CMD = [sys.executable, "-m", "stablehlo_conform.cli"]
 
 
@@ -227,13 +213,17 @@ def test_a_worker_killed_while_loading_leaves_one_record_per_id(tmp_path, kills)
 
 
 def test_workers_die_with_a_killed_run(tmp_path):
-    (tmp_path / "spin.mlir").write_text(SPIN)
-    p = start("run", tmp_path, "--timeout", "0", "-j", "1")
+    (tmp_path / "a_ok.mlir").write_text(PASSING)
+    (tmp_path / "b_spin.mlir").write_text(SPIN)
+    stream = tmp_path / "r.jsonl"
+    p = start("run", tmp_path, "--timeout", "0", "-j", "1", "--jsonl", stream)
     try:
-        ws = wait_for(lambda: workers(p.pid), what="a worker")
-        time.sleep(1.0)
+        wait_for(lambda: stream_records(stream), what="the first result")
+        ws = workers(p.pid)
+        time.sleep(0.5)  # the worker spins in b_spin
         os.kill(p.pid, signal.SIGKILL)  # no chance to clean up: the kernel ends the workers
         p.communicate(timeout=30)
+        assert ws
         wait_for(lambda: not any(alive(w) for w in ws), timeout=10, what="the orphaned worker to die")
     finally:
         p.kill()
