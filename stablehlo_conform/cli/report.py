@@ -86,6 +86,7 @@ def baseline_update(results, output, previous, prune):
     failure message as reason; entries of tests that pass now are removed.
     """
     from ..harness.gate import update_baseline
+    from ..harness.reports.text import printable
 
     runs = _load_runs(results)
     src = previous or (output if Path(output).exists() else None)
@@ -98,7 +99,7 @@ def baseline_update(results, output, previous, prune):
                f"{len(stats.removed)} removed as passing, {len(stats.not_run)} "
                f"{'dropped as' if prune else 'kept though'} not run)")
     for tid in stats.removed[:50]:
-        click.echo(f"  removed (passes now): {tid}")
+        click.echo(f"  removed (passes now): {printable(tid)}")
 
 
 @baseline.command("check")
