@@ -58,6 +58,12 @@ def _worker_main(conn, opts: Options, parent_pid: int | None = None) -> None:  #
     except OSError:
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # import the bindings now, so a file's load budget is spent on the file
+        from .. import frontend
+
+        frontend.provider_version()
+    except Exception:  # loading will say what is wrong
+        pass
     while True:
         try:
             msg = conn.recv()
