@@ -333,6 +333,8 @@ def test_resume_repairs_a_stream_cut_mid_line_and_report_reads_it(tmp_path):
     assert r.returncode == 0 and "run INCOMPLETE (did not finish)" in r.stdout, r.stdout + r.stderr
     r = conform("baseline", "check", stream)  # a gate over a run that did not finish is red
     assert r.returncode == 1 and "run INCOMPLETE (did not finish)" in r.stdout
+    r = conform("baseline", "update", stream, "-o", tmp_path / "k.json", "--prune")
+    assert r.returncode == 2 and "--prune would drop" in r.stderr
     r = conform("run", suite, "--jsonl", stream, "--resume")
     assert r.returncode == 0 and "resuming: 1 results kept" in r.stdout, r.stdout + r.stderr
     lines = [json.loads(x) for x in stream.read_text().splitlines()]  # every line whole

@@ -89,6 +89,8 @@ def baseline_update(results, output, previous, prune):
     from ..harness.reports.text import printable
 
     runs = _load_runs(results)
+    if prune and _say_incomplete(runs):
+        raise click.UsageError("--prune would drop the entries of every test the unfinished run did not reach")
     src = previous or (output if Path(output).exists() else None)
     existing = _load_baseline(src)
     recs = [r for run in runs for r in run["results"]]
