@@ -89,8 +89,10 @@ def test_streaming_jsonl(tmp_path):
     (tmp_path / "c_ok.mlir").write_text(PASSING)
     lines = tmp_path / "r.jsonl"
     conform("run", tmp_path, "--jsonl", lines)
-    recs = [json.loads(x) for x in lines.read_text().splitlines()]
+    head, *recs, end = [json.loads(x) for x in lines.read_text().splitlines()]
+    assert head["kind"] == "header" and head["settings"]["backend"] == "numpy"
     assert [r["status"] for r in recs] == ["pass"]
+    assert end == {"kind": "end", "complete": True, "interrupted": None, "not_run": {"tests": 0, "files": 0}}
 
 
 def test_interpret_suite_runs_every_test_without_tracebacks(interpret, tmp_path):
@@ -120,11 +122,11 @@ def test_resume_keeps_streamed_results_and_runs_the_rest(tmp_path):
     (tmp_path / "b_fail.mlir").write_text(FAILING)
     (tmp_path / "c_ok.mlir").write_text(PASSING)
     lines = tmp_path / "r.jsonl"
-    # a previous run that was killed after one result (and half a line)
-    kept = {"id": f"{tmp_path / 'b_fail.mlir'}::wrong", "file": str(tmp_path / "b_fail.mlir"),
-            "function": "wrong", "line": 1, "status": "fail", "message": "from before",
-            "family": "", "ops": [], "dtypes": [], "duration": 0.0, "checks": 1}
-    lines.write_text(json.dumps(kept) + "\n" + '{"id": "cut')
+    conform("run", tmp_path, "--jsonl", lines)
+    # as if that run had been killed after one result (and half a line)
+    head, kept = (json.loads(x) for x in lines.read_text().splitlines()[:2])
+    kept["message"] = "from before"
+    lines.write_text(json.dumps(head) + "\n" + json.dumps(kept) + "\n" + '{"id": "cut')
     out = tmp_path / "o.json"
     r = conform("run", tmp_path, "--jsonl", lines, "--resume", "--json", out)
     assert "resuming: 1 results kept" in r.stdout

@@ -54,6 +54,7 @@ def report(results, html_path, junit_path, baseline_path, title, quiet):
     if not quiet:
         for line in family_table(runs):
             click.echo(line)
+    _say_incomplete(runs)
     if html_path:
         from ..harness.reports.html import write_html
 
@@ -85,8 +86,11 @@ def baseline_update(results, output, previous, prune):
     failure message as reason; entries of tests that pass now are removed.
     """
     from ..harness.gate import update_baseline
+    from ..harness.reports.text import printable
 
     runs = _load_runs(results)
+    if prune and _say_incomplete(runs):
+        raise click.UsageError("--prune would drop the entries of every test the unfinished run did not reach")
     src = previous or (output if Path(output).exists() else None)
     existing = _load_baseline(src)
     recs = [r for run in runs for r in run["results"]]
@@ -97,7 +101,7 @@ def baseline_update(results, output, previous, prune):
                f"{len(stats.removed)} removed as passing, {len(stats.not_run)} "
                f"{'dropped as' if prune else 'kept though'} not run)")
     for tid in stats.removed[:50]:
-        click.echo(f"  removed (passes now): {tid}")
+        click.echo(f"  removed (passes now): {printable(tid)}")
 
 
 @baseline.command("check")
@@ -122,7 +126,19 @@ def baseline_check(results, baseline_path, min_pass_rate):
     gate = evaluate_gate([r for run in runs for r in run["results"]], bl, rates)
     for line in gate_lines(gate, baseline_path):
         click.echo(line)
-    sys.exit(gate.exit_code)
+    # a gate over a run that did not finish is not green
+    sys.exit(1 if _say_incomplete(runs) else gate.exit_code)
+
+
+def _say_incomplete(runs) -> bool:
+    """Print what every run that did not finish left undone; True if any."""
+    from ..harness.reports import incomplete_note
+
+    notes = [(run.get("source"), incomplete_note(run)) for run in runs]
+    for source, note in notes:
+        if note:
+            click.echo(f"{source}: {note}")
+    return any(n for _s, n in notes)
 
 
 COMMANDS = [report, baseline]

@@ -1,18 +1,23 @@
 """``conform run``: every test of files and folders, streamed to reports and the gate.
 
 Exit codes: 0 every selected test passed (or the gate passed), 1 some test did
-not, 2 usage error.
+not (or a report was lost), 2 usage error, 130 / 143 interrupted by SIGINT /
+SIGTERM.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import click
+
+from ..harness.reports.text import printable
 
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 
@@ -43,10 +48,12 @@ def _print_result_line(rec: dict) -> None:
     if rec["status"] == "pass":
         return
     msg = (rec.get("message") or "").strip()
+    if rec.get("file"):  # a file name in a diagnostic must not start a line of its own
+        msg = msg.replace(rec["file"], printable(rec["file"]))
     first, *rest = msg.splitlines() or [""]
-    click.echo(f"{rec['status'].upper():<11} {rec['id']}: {first}")
+    click.echo(f"{rec['status'].upper():<11} {printable(rec['id'])}: {printable(first)}")
     for line in rest[:6]:
-        click.echo(f"            {line}")
+        click.echo(f"            {printable(line)}")
 
 
 def summarize(results: list[dict]) -> dict:
@@ -66,10 +73,12 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("-k", "pattern", help="Only tests whose id contains PATTERN (or matches a glob).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write all results as JSON.")
 @click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False),
-              help="Stream results as JSON lines while running.")
+              help="Stream results as JSON lines while running (a header line first, an end line last).")
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Worker processes.")
 @click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
+@click.option("--load-timeout", "load_timeout", type=float, default=None,
+              help="Seconds to read, parse and lower one file (default: --timeout; 0: none).")
 @click.option("--backend", default="numpy", show_default=True, help="Backend that runs the tests.")
 @click.option("--by-op", is_flag=True, help="Print a pass table per op family.")
 @click.option("--max-memory", type=float, default=None,
@@ -77,7 +86,8 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--compare", "compare", default="",
               help="Comma-separated backends to run each test on and compare, e.g. numpy,reference,xla.")
 @click.option("--resume", is_flag=True,
-              help="With --jsonl: keep the results already in that file and run only the rest.")
+              help="With --jsonl: keep the results already in that file and run only the rest "
+                   "(the stream must come from a run with the same backend, paths and options).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
 @click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
               help="Expected failures (JSON from 'conform baseline update', or 'id | reason' lines): "
@@ -86,17 +96,20 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Gate on the pass rate of op families, e.g. stablehlo.add=0.9 (repeatable) or 0.95 for all.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write a JUnit XML report.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
-def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, compare, resume,
-        quiet, baseline_path, min_pass_rate, junit_path, html_path):
+def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, by_op, max_memory, compare,
+        resume, quiet, baseline_path, min_pass_rate, junit_path, html_path):
     """Run every test in PATHS (files or folders, recursive).
 
     Exit code 0 when the gate passes (by default: every test passed; with
     --baseline: no regression; with --min-pass-rate: every op family at its
-    rate; with both: both), 1 when it fails, 2 on a usage error.
+    rate; with both: both), 1 when it fails or a report could not be
+    written, 2 on a usage error, 130 / 143 when interrupted by SIGINT /
+    SIGTERM (the reports are written and marked incomplete).
     """
     from ..harness.cases import Options, discover, matches
     from ..harness.gate import Baseline, GateError, parse_min_pass_rates
     from ..harness.runner import Runner
+    from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
 
     try:
         baseline = Baseline.load(baseline_path) if baseline_path else None
@@ -104,39 +117,50 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     except GateError as e:
         raise click.UsageError(str(e)) from None
 
-    missing = [p for p in paths if not Path(p).exists()]
+    missing = [p for p in paths if not Path(p).exists() and not Path(p).is_symlink()]
     if missing:
         raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
     files = discover(list(paths))
     if not files:
         raise click.UsageError("no .mlir / bytecode files found")
-    opts = Options(backend=backend, timeout=timeout or None, max_bytes=_memory_budget(max_memory), pattern=pattern,
-                   compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
+    timeout = timeout or None
+    load_timeout = timeout if load_timeout is None else (load_timeout or None)
+    opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout, max_bytes=_memory_budget(max_memory),
+                   pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
     if backend != "numpy":
-        from ..harness.backends import BackendUnavailable, available
+        from ..harness.backends import available
 
         if backend not in available():
             raise click.UsageError(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
-        del BackendUnavailable
     if resume and not jsonl_path:
         raise click.UsageError("--resume needs --jsonl FILE (the stream to continue)")
+    _check_outputs({"--json": json_path, "--jsonl": jsonl_path, "--junit-xml": junit_path, "--html": html_path},
+                   keep=jsonl_path if resume else None)
+    settings = {"backend": backend, "compare": list(opts.compare), "timeout": timeout, "load_timeout": load_timeout,
+                "max_bytes": opts.max_bytes, "pattern": pattern,
+                "paths": sorted(str(Path(p).resolve()) for p in paths)}
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
     selected: list[dict] = []
     done: set[str] = set()
+    has_header = False
     if resume and Path(jsonl_path).exists():
-        for line in Path(jsonl_path).read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short when the previous run was killed
-            if rec.get("id") not in done:
+        try:
+            old = read_stream(jsonl_path)
+            check_resumable(old, jsonl_path, settings)
+        except StreamError as e:
+            raise click.UsageError(str(e)) from None
+        for rec in old.records:
+            if rec["id"] not in done:
                 done.add(rec["id"])
                 selected.append(rec)
+        repair(jsonl_path, old)  # a line cut by a killed run goes; the kept lines stay whole
+        has_header = old.header is not None
         if selected:
             click.echo(f"resuming: {len(selected)} results kept from {jsonl_path}")
-    stream = open(jsonl_path, "a" if resume else "w") if jsonl_path else None
-    if stream and resume and stream.tell() > 0 and not Path(jsonl_path).read_bytes().endswith(b"\n"):
-        stream.write("\n")  # end the line a killed run left half written
+    lost: dict[str, str] = {}  # output -> what was lost and why
+    stream = _Output(jsonl_path, "a" if resume else "w", lost) if jsonl_path else None
+    if stream and not has_header:
+        stream.write(header_record(settings))
 
     def on_result(rec: dict) -> None:
         if not matches(rec["id"], pattern) and not rec["id"].endswith(">"):
@@ -146,26 +170,35 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
         selected.append(rec)
         progress.update(rec)
         if stream:
-            stream.write(json.dumps(rec) + "\n")
-            stream.flush()
+            stream.write(rec)
         if not quiet:
             progress.close() if progress.enabled else None
             known = baseline.match(rec["id"]) if baseline is not None and rec["status"] != "pass" else None
             if known is not None:
-                click.echo(f"{'KNOWN':<11} {rec['id']}: {rec['status']} (baseline: {known.reason or 'listed'})")
+                click.echo(f"{'KNOWN':<11} {printable(rec['id'])}: {rec['status']} "
+                           f"(baseline: {printable(known.reason or 'listed')})")
             else:
                 _print_result_line(rec)
 
     t0 = time.monotonic()
+    runner = Runner(opts, jobs=jobs, on_result=on_result)
+    interrupted = None
     try:
-        Runner(opts, jobs=jobs, on_result=on_result).run(files, skip=done)
-    except KeyboardInterrupt:
-        click.echo("interrupted: results so far are kept", err=True)
+        with _interruptible():
+            runner.run(files, skip=done)
+    except _Interrupted as e:
+        interrupted = e.signum
     finally:
         progress.close()
-        if stream:
-            stream.close()
+    # from here on the reports are written whatever arrives
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     wall = time.monotonic() - t0
+    not_run = runner.not_run()
+    sig_name = signal.Signals(interrupted).name if interrupted else None
+    if stream:
+        stream.write(end_record(interrupted is None, sig_name, not_run))
+        stream.close()
     summary = summarize(selected)
     if by_op:
         click.echo(f"\n{'op family':<40} {'pass':>6} {'fail':>6} {'other':>6}")
@@ -175,33 +208,139 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
-           "results": selected}
-    if json_path:
-        Path(json_path).write_text(json.dumps(doc, indent=1))
-    sys.exit(_finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path))
+           "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run, "results": selected}
+    code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
+    sys.exit(128 + interrupted if interrupted else code)
 
 
-def _finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path) -> int:
-    """Reports and the gate of ``conform run``; returns the exit code."""
+class _Interrupted(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _interruptible:
+    """SIGINT and SIGTERM end the run (as :class:`_Interrupted`) but not the
+    process: what was computed is reported, marked incomplete."""
+
+    def __enter__(self):
+        def handler(signum, _frame):
+            raise _Interrupted(signum)
+
+        self.old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+        return False
+
+
+class _Output:
+    """A report file written while the run goes on: a write that fails
+    (full disk, ``/dev/full``) stops that output, not the run; ``lost``
+    says what it lost."""
+
+    def __init__(self, path: str, mode: str, lost: dict[str, str]):
+        self.path = path
+        self.lost = lost
+        self.dropped = 0
+        self.f = open(path, mode, encoding="utf-8")
+
+    def write(self, obj: dict) -> None:
+        if self.f is None:
+            self.dropped += 1
+            self.lost[self.path] = f"--jsonl {self.path}: {self.why}; {self.dropped} records not written"
+            return
+        try:
+            self.f.write(json.dumps(obj) + "\n")
+            self.f.flush()
+        except OSError as e:
+            self.why = f"write failed ({e.strerror or e})"
+            click.echo(f"warning: --jsonl {self.path}: {self.why}; the run goes on, results stay in the "
+                       "other reports", err=True)
+            f, self.f = self.f, None
+            try:
+                f.close()
+            except OSError:
+                pass
+            self.write(obj)
+
+    def close(self) -> None:
+        if self.f is not None:
+            try:
+                self.f.close()
+            except OSError as e:
+                self.lost[self.path] = f"--jsonl {self.path}: closing failed ({e.strerror or e})"
+
+
+def _check_outputs(outputs: dict[str, str | None], keep: str | None = None) -> None:
+    """Every output path is usable before the first test runs: its folder
+    exists (created when missing) and the file can be opened for writing.
+    Files this check creates are removed again."""
+    given = {opt: p for opt, p in outputs.items() if p}
+    seen: dict[str, str] = {}
+    for opt, p in given.items():
+        key = os.path.realpath(p)
+        if key in seen and not key.startswith("/dev/"):
+            raise click.UsageError(f"{opt} and {seen[key]} name the same file {p}")
+        seen[key] = opt
+    for opt, p in given.items():
+        path = Path(p)
+        if path.is_dir():
+            raise click.UsageError(f"{opt} {p}: is a folder")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise click.UsageError(f"{opt} {p}: cannot create its folder {path.parent}: {e.strerror or e}") from None
+        existed = path.exists()
+        try:
+            with open(path, "ab"):
+                pass
+        except OSError as e:
+            raise click.UsageError(f"{opt} {p}: cannot be written: {e.strerror or e}") from None
+        if not existed and p != keep:
+            path.unlink()
+
+
+def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost) -> int:
+    """Reports and the gate of ``conform run``; returns the exit code (1
+    when the gate fails or any report was lost)."""
     from ..harness.gate import evaluate_gate
+    from ..harness.reports import incomplete_note
     from ..harness.reports.text import gate_lines
 
+    def attempt(opt: str, path: str, write) -> None:
+        try:
+            write()
+        except OSError as e:
+            lost[path] = f"{opt} {path}: not written ({e.strerror or e})"
+
+    if json_path:
+        attempt("--json", json_path, lambda: Path(json_path).write_text(json.dumps(doc, indent=1)))
     if junit_path:
         from ..harness.reports.junit import write_junit
 
-        write_junit(junit_path, [doc], baseline)
-        click.echo(f"JUnit XML: {junit_path}")
+        attempt("--junit-xml", junit_path, lambda: write_junit(junit_path, [doc], baseline))
+        if junit_path not in lost:
+            click.echo(f"JUnit XML: {junit_path}")
     if html_path:
         from ..harness.reports.html import write_html
 
-        write_html(html_path, [doc], baseline)
-        click.echo(f"HTML report: {html_path}")
+        attempt("--html", html_path, lambda: write_html(html_path, [doc], baseline))
+        if html_path not in lost:
+            click.echo(f"HTML report: {html_path}")
     gate = evaluate_gate(doc["results"], baseline, min_rates)
     if baseline is not None or min_rates:
         click.echo("")
         for line in gate_lines(gate, baseline_path):
             click.echo(line)
-    return gate.exit_code
+    note = incomplete_note(doc)
+    if note:
+        click.echo(note)
+    for why in lost.values():
+        click.echo(f"LOST OUTPUT {why}", err=True)
+    return 1 if lost else gate.exit_code
 
 
 def _memory_budget(mib: float | None) -> int | None:

@@ -7,6 +7,8 @@ import the bindings.
 from __future__ import annotations
 
 import fnmatch
+import os
+import stat
 import time
 import traceback
 from collections.abc import Iterator
@@ -30,6 +32,7 @@ TRIVIAL_OPS = frozenset({
 class Options:
     backend: str = "numpy"
     timeout: float | None = None
+    load_timeout: float | None = None  # seconds to read, parse and lower one file (None: no limit)
     max_bytes: int | None = None
     probe_dir: str | None = None
     num_replicas: int | None = None
@@ -50,20 +53,23 @@ def matches(test_id: str, pattern: str | None) -> bool:
 
 
 def discover(paths: list[str]) -> list[str]:
-    """Files under ``paths`` (recursively), sorted, deduplicated."""
+    """Files under ``paths`` (recursively), sorted, each file once (however
+    it is named). Entries of a folder with a program suffix that are not
+    regular files (FIFOs, devices, broken links) are kept: loading them ends
+    in an error record, without opening them."""
     out: list[str] = []
     seen: set[str] = set()
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            files = sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in SUFFIXES)
+            files = sorted(f for f in path.rglob("*") if f.suffix in SUFFIXES and not f.is_dir())
         else:
             files = [path]
         for f in files:
-            s = str(f)
-            if s not in seen:
-                seen.add(s)
-                out.append(s)
+            key = os.path.realpath(f)
+            if key not in seen:
+                seen.add(key)
+                out.append(str(f))
     return out
 
 
@@ -146,6 +152,9 @@ def enumerate_file(path: str) -> FileCases:
 
     out = FileCases()
     try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):  # a FIFO or a device would block or never end
+            raise OSError(f"not a regular file ({_file_kind(mode)})")
         chunks = frontend.read_chunks(path)
     except OSError as e:
         rec = base_record(path, f"{path}::<file>", "", 0)
@@ -170,22 +179,40 @@ def enumerate_file(path: str) -> FileCases:
         loaded.append(mod)
         found.extend((mod, f) for f in mod.tests())
     out.tests = [(tid, m, f) for tid, (m, f) in zip(test_ids(path, found), found)]
-    if found or out.errors or not loaded:
+    if found or out.errors:
         return out
-    from .programs import find_program_cases
+    if loaded:
+        from .programs import find_program_cases
 
-    source = chunks[0].text if chunks and chunks[0].text is not None else ""
-    cases = find_program_cases(source, loaded)
-    ids = test_ids(path, [(m, c.func) for m, c in cases])
-    out.programs = [(tid, m, c) for tid, (m, c) in zip(ids, cases)]
+        source = chunks[0].text if chunks and chunks[0].text is not None else ""
+        cases = find_program_cases(source, loaded)
+        ids = test_ids(path, [(m, c.func) for m, c in cases])
+        out.programs = [(tid, m, c) for tid, (m, c) in zip(ids, cases)]
+    if not out.programs:  # an empty or truncated file must not pass unnoticed
+        rec = base_record(path, f"{path}::<file>", "", 0)
+        rec["message"] = (f"{path}: error: no test in file: " + (
+            "no test function (a public function without arguments that no other function calls) and no "
+            "program taking arguments" if loaded else "the file is empty or holds only comments"))
+        out.errors.append(rec)
     return out
 
 
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
 def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
-    """Yields ("start", id) and ("result", record) events for one file."""
+    """Yields ("loaded", ids) once the file is loaded (the ids of the records
+    to come), then ("start", id) and ("result", record) events."""
     cases = enumerate_file(path)
     if opts.pattern:
         skip = skip | {tid for tid, _m, _f in cases.tests + cases.programs if not matches(tid, opts.pattern)}
+    yield ("loaded", tuple(tid for tid in [r["id"] for r in cases.errors]
+                           + [c[0] for c in cases.tests + cases.programs] if tid not in skip))
     for rec in cases.errors:
         if rec["id"] not in skip:
             yield ("result", rec)

@@ -149,7 +149,9 @@ class Baseline:
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as e:
-            raise GateError(f"cannot read baseline {path}: {e}") from None
+            raise GateError(f"cannot read baseline {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise GateError(f"{path}: not a baseline: not UTF-8 text ({e.reason} at byte {e.start})") from None
         if p.suffix == ".json" or text.lstrip().startswith("{"):
             return cls.from_json(text, str(p))
         return cls.from_text(text, str(p))
@@ -160,6 +162,8 @@ class Baseline:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise GateError(f"{source}: not valid JSON: {e}") from None
+        except RecursionError:
+            raise GateError(f"{source}: not a baseline: JSON nested too deeply") from None
         if not isinstance(doc, dict):
             raise GateError(f"{source}: a baseline is a JSON object")
         fmt = doc.get("format", BASELINE_FORMAT)

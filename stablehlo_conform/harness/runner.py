@@ -1,12 +1,18 @@
 """Running many files in worker processes.
 
 Each worker is a separate Python process (spawned, so the parent never
-imports the bindings). A worker reports ``start`` before each test and a
-``result`` after it. When a worker dies (a native crash in the bindings or a
-backend) or a test outlives its timeout, the parent records that test as
-``crash`` / ``timeout``, starts a fresh worker and resubmits the file with
-the finished tests skipped. Results are handed to a callback as they arrive,
-so nothing computed is lost.
+imports the bindings). A worker reports ``loaded`` with the ids it is about to
+run once a file is loaded, ``start`` before each test and a ``result`` after
+it. Loading a file and running each test are bounded: when a worker dies (a
+native crash in the bindings or a backend) or outlives its budget, the parent
+records that test (or, while loading, the file) as ``crash`` / ``timeout``,
+starts a fresh worker and resubmits the file with the finished tests skipped.
+Results are handed to a callback as they arrive, so nothing computed is lost,
+and every id is handed over once.
+
+Workers are started with a safe ``sys.path`` (the current folder is not on
+it), live in their own process group (killed as a group, so whatever they
+started dies with them) and die with the parent (``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -24,14 +30,40 @@ from typing import Any
 from .cases import Options, base_record
 
 GRACE = 5.0  # seconds past the cooperative deadline before a worker is killed
+STARTUP = 30.0  # seconds a fresh worker may take to start (imports) before its first file counts
+_INTERRUPTS = {signal.SIGINT, signal.SIGTERM}
 
 
-def _worker_main(conn, opts: Options) -> None:  # runs in the child
+def die_with_parent(parent_pid: int | None = None) -> None:
+    """Ask the kernel to kill this process when its parent dies (Linux), and
+    exit at once if the parent is already gone."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: the parent kills its workers' groups itself
+        pass
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _worker_main(conn, opts: Options, parent_pid: int | None = None) -> None:  # runs in the child
     import sys
 
     from .cases import run_file
 
+    die_with_parent(parent_pid)
+    try:
+        os.setpgid(0, 0)  # a group of its own: the parent kills it with everything it started
+    except OSError:
+        pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # import the bindings now, so a file's load budget is spent on the file
+        from .. import frontend
+
+        frontend.provider_version()
+    except Exception:  # loading will say what is wrong
+        pass
     while True:
         try:
             msg = conn.recv()
@@ -40,6 +72,7 @@ def _worker_main(conn, opts: Options) -> None:  # runs in the child
         if msg is None:
             return
         path, skip = msg
+        conn.send(("loading", path))
         try:
             for ev in run_file(path, opts, frozenset(skip)):
                 conn.send(ev)
@@ -57,11 +90,18 @@ class _Worker:
     conn: Any
     path: str | None = None
     current: str | None = None
+    loading: bool = False  # the worker has started on its file
+    loaded: bool = False
     started: float = 0.0
     done_ids: set[str] = field(default_factory=set)
 
 
 class Runner:
+    """Runs files in ``jobs`` workers; ``on_result`` gets each record once.
+
+    After :meth:`run` returns or is interrupted, :meth:`not_run` tells what
+    was selected but has no record."""
+
     def __init__(self, opts: Options, jobs: int = 1, on_result: Callable[[dict], None] | None = None):
         self.opts = opts
         self.jobs = max(1, jobs)
@@ -69,71 +109,116 @@ class Runner:
         self.ctx = mp.get_context("spawn")
         self.results: list[dict] = []
         self.attempts: dict[str, int] = {}
+        self.emitted: set[str] = set()
+        self.planned: dict[str, tuple[str, ...]] = {}  # file -> ids it runs, once loaded
+        self.unfinished: set[str] = set()
 
     def _spawn(self) -> _Worker:
         parent, child = self.ctx.Pipe()
-        p = self.ctx.Process(target=_worker_main, args=(child, self.opts), daemon=True)
-        p.start()
+        p = self.ctx.Process(target=_worker_main, args=(child, self.opts, os.getpid()), daemon=True)
+        # the spawned interpreter starts with ``-c``: keep the current folder off sys.path
+        old = os.environ.get("PYTHONSAFEPATH")
+        os.environ["PYTHONSAFEPATH"] = "1"
+        try:
+            p.start()
+        finally:
+            if old is None:
+                del os.environ["PYTHONSAFEPATH"]
+            else:
+                os.environ["PYTHONSAFEPATH"] = old
         child.close()
         return _Worker(p, parent)
 
     def _emit(self, rec: dict) -> None:
-        self.results.append(rec)
-        self.on_result(rec)
+        if rec["id"] in self.emitted:
+            return  # one id, one record
+        # a record is handed over whole: SIGINT/SIGTERM wait until it is written
+        masked = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+        try:
+            self.emitted.add(rec["id"])
+            self.results.append(rec)
+            self.on_result(rec)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, masked)
+
+    def not_run(self) -> dict[str, int]:
+        """Selected tests without a record: ``tests`` of loaded files, and
+        ``files`` whose loading never finished (their tests are not known)."""
+        tests = sum(1 for f in self.unfinished for t in self.planned.get(f, ()) if t not in self.emitted)
+        files = sum(1 for f in self.unfinished if f not in self.planned)
+        return {"tests": tests, "files": files}
 
     def run(self, files: list[str], skip: set[str] | None = None) -> list[dict]:
-        queue: deque[tuple[str, frozenset]] = deque((f, frozenset(skip or ())) for f in files)
-        workers: list[_Worker] = [self._spawn() for _ in range(min(self.jobs, max(1, len(files))))]
+        skip = frozenset(skip or ())
+        # a file whose loading already ended in a record is finished
+        todo = [f for f in files if f"{f}::<file>" not in skip]
+        self.unfinished = set(todo)
+        queue: deque[tuple[str, frozenset]] = deque((f, skip) for f in todo)
+        workers: list[_Worker] = [self._spawn() for _ in range(min(self.jobs, max(1, len(todo))))]
         idle = list(workers)
         busy: list[_Worker] = []
-        timeout = self.opts.timeout
         try:
             while queue or busy:
                 while idle and queue:
                     w = idle.pop()
                     path, sk = queue.popleft()
-                    w.path, w.current, w.done_ids = path, None, set(sk)
+                    w.path, w.current, w.loading, w.loaded, w.done_ids = path, None, False, False, set(sk)
                     w.started = time.monotonic()
                     w.conn.send((path, tuple(sk)))
                     busy.append(w)
                 ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=0.5)
-                now = time.monotonic()
                 for w in list(busy):
                     if w.conn in ready or w.proc.sentinel in ready:
-                        finished = self._drain(w)
-                        if finished:
+                        if self._drain(w):
                             busy.remove(w)
                             idle.append(w)
                             continue
                         if not w.proc.is_alive():  # _drain read all it sent (or hit EOF)
-                            # the worker died: a crash of the current test
-                            code = w.proc.exitcode
-                            self._lost(w, "crash", _describe_exit(code))
                             busy.remove(w)
-                            nw = self._spawn()
-                            self._requeue(w, queue)
-                            idle.append(nw)
+                            self._stop(w)
+                            self._failed(w, queue, "crash", _describe_exit(w.proc.exitcode))
+                            idle.append(self._spawn())
                             continue
-                    if timeout and w.current is not None and now - w.started > timeout + GRACE:
-                        w.proc.kill()
-                        w.proc.join(5)
-                        self._lost(w, "timeout", f"timed out after {timeout:g} s (worker stopped)")
+                    budget = self._budget(w)
+                    if budget is not None and time.monotonic() - w.started > budget:
                         busy.remove(w)
-                        self._requeue(w, queue)
+                        self._stop(w)
+                        self._failed(w, queue, "timeout", None)
                         idle.append(self._spawn())
         finally:
-            for w in idle + busy:
+            for w in idle:
                 try:
                     w.conn.send(None)
                 except Exception:
                     pass
+            for w in busy:
+                self._stop(w)  # interrupted: its test has no result
             deadline = time.monotonic() + 0.2
             for w in idle + busy:
                 w.proc.join(max(0.0, deadline - time.monotonic()))
                 if w.proc.is_alive():
-                    w.proc.kill()  # all its results are in; native teardown can be slow
-                    w.proc.join(1)
+                    self._stop(w)  # all its results are in; native teardown can be slow
         return self.results
+
+    def _budget(self, w: _Worker) -> float | None:
+        """Seconds ``w`` may go without an event: a test's timeout plus a
+        grace for its cooperative deadline; loading has its own budget."""
+        if not w.loaded:
+            if self.opts.load_timeout is None:
+                return None
+            return self.opts.load_timeout + (0.0 if w.loading else STARTUP)
+        return self.opts.timeout + GRACE if self.opts.timeout else None
+
+    @staticmethod
+    def _stop(w: _Worker) -> None:
+        """Kill ``w`` and every process of its group."""
+        try:
+            os.killpg(w.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        if w.proc.is_alive():
+            w.proc.kill()
+        w.proc.join(5)
 
     def _drain(self, w: _Worker) -> bool:
         """Read every pending event of ``w``; True when its file is done."""
@@ -145,36 +230,57 @@ class Runner:
             except (EOFError, OSError):
                 return False
             kind = ev[0]
-            if kind == "start":
+            w.started = time.monotonic()
+            if kind == "loading":
+                w.loading = True
+            elif kind == "loaded":
+                w.loaded = True
+                self.planned[w.path] = tuple(ev[1])
+            elif kind == "start":
                 w.current = ev[1]
-                w.started = time.monotonic()
             elif kind == "result":
                 rec = ev[1]
                 w.done_ids.add(rec["id"])
                 w.current = None
                 self._emit(rec)
             elif kind == "done":
+                self.unfinished.discard(w.path)
                 w.path = None
                 return True
 
-    def _lost(self, w: _Worker, status: str, message: str) -> None:
-        tid = w.current or f"{w.path}::<file>"
-        rec = base_record(w.path or "", tid, tid.rsplit("::", 1)[-1], 0)
+    def _failed(self, w: _Worker, queue: deque, status: str, why: str | None) -> None:
+        """``w`` died (``crash``) or was stopped (``timeout``): record what it
+        was doing and resubmit the rest of its file."""
+        path = w.path
+        if path is None:
+            return
+        if w.current is not None:  # a test: its record, then the rest of the file
+            tid = w.current
+            msg = why if status == "crash" else f"timed out after {self.opts.timeout:g} s (worker stopped)"
+            self._record(path, tid, status, msg)
+            w.done_ids.add(tid)
+            queue.appendleft((path, frozenset(w.done_ids)))
+            return
+        if not w.loaded and status == "timeout":
+            self._record(path, f"{path}::<file>", "timeout",
+                         f"{path}: loading the file took longer than {self.opts.load_timeout:g} s (worker stopped)")
+            self.unfinished.discard(path)
+            return
+        # died while loading (or between tests): one retry, then the file ends in one record
+        self.attempts[path] = self.attempts.get(path, 0) + 1
+        if self.attempts[path] > 1:
+            what = "loading the file" if not w.loaded else "between tests"
+            self._record(path, f"{path}::<file>", status, f"{path}: {what}: {why or 'worker stopped'} (twice)")
+            self.unfinished.discard(path)
+            return
+        queue.appendleft((path, frozenset(w.done_ids)))
+
+    def _record(self, path: str, tid: str, status: str, message: str) -> None:
+        rec = base_record(path, tid, tid.rsplit("::", 1)[-1], 0)
         rec["status"] = status
         rec["message"] = message
         rec["backend"] = self.opts.backend
-        w.done_ids.add(tid)
         self._emit(rec)
-
-    def _requeue(self, w: _Worker, queue: deque) -> None:
-        if w.path is None:
-            return
-        if w.current is None:
-            # died while loading the file: retry once, then give up on it
-            self.attempts[w.path] = self.attempts.get(w.path, 0) + 1
-            if self.attempts[w.path] > 1:
-                return
-        queue.appendleft((w.path, frozenset(w.done_ids)))
 
 
 def _describe_exit(code: int | None) -> str:

@@ -183,7 +183,7 @@ class Isolated:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
         env.update(self.env)
-        self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-P", "-c", _CHILD], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr_file, env=env,
                                      close_fds=True)
 

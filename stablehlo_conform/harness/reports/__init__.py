@@ -17,19 +17,34 @@ class ReportError(ValueError):
 
 def load_results(path: str | Path) -> dict[str, Any]:
     """A ``conform run --json`` document (``results`` list and ``backend``);
-    a ``--jsonl`` stream (one record per line) is accepted too."""
+    a ``--jsonl`` stream is accepted too (a stream with a header but no end
+    record is the record of a run that did not finish: ``complete`` False)."""
+    from ..stream import StreamError, read_stream
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
-        raise ReportError(f"cannot read {path}: {e}") from None
+        raise ReportError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ReportError(f"{path}: not a conform results file: not UTF-8 text ({e.reason} at byte {e.start})") \
+            from None
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise ReportError(f"{path}: not a conform results file: JSON nested too deeply") from None
     except json.JSONDecodeError:
+        doc = None
+    if doc is None or (isinstance(doc, dict) and doc.get("kind") == "header"):
         try:  # a --jsonl stream
-            doc = {"results": [json.loads(ln) for ln in text.splitlines() if ln.strip()]}
-        except json.JSONDecodeError as e:
+            stream = read_stream(p)
+        except StreamError as e:
             raise ReportError(f"{path}: not a conform results file: {e}") from None
+        doc = {"results": stream.records}
+        if stream.header is not None:
+            end = stream.end or {}
+            doc.update(backend=stream.header["settings"].get("backend"), complete=bool(end.get("complete")),
+                       interrupted=end.get("interrupted"), not_run=end.get("not_run"))
     if isinstance(doc, list):
         doc = {"results": doc}
     if isinstance(doc, dict) and "results" not in doc and "id" in doc:
@@ -37,7 +52,7 @@ def load_results(path: str | Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ReportError(f"{path}: not a conform results file (no 'results' list)")
     for r in doc["results"]:
-        if not isinstance(r, dict) or "id" not in r or "status" not in r:
+        if not isinstance(r, dict) or not isinstance(r.get("id"), str) or not isinstance(r.get("status"), str):
             raise ReportError(f"{path}: a result lacks 'id' or 'status'")
     if not doc.get("backend"):
         backends = {r.get("backend") for r in doc["results"] if r.get("backend")}
@@ -46,4 +61,21 @@ def load_results(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-__all__ = ["ReportError", "load_results"]
+def incomplete_note(run: dict) -> str | None:
+    """``None`` for a finished run; else what every report says of a run
+    that did not finish (interrupted, or a stream without its end)."""
+    if run.get("complete", True):
+        return None
+    why = f"interrupted by {run['interrupted']}" if run.get("interrupted") else "did not finish"
+    nr = run.get("not_run") or {}
+    parts = []
+    if nr.get("tests"):
+        parts.append(f"{nr['tests']} selected tests not run")
+    if nr.get("files"):
+        parts.append(f"{nr['files']} files not loaded (their tests are not counted)")
+    if not nr:
+        parts.append("tests not run unknown")
+    return f"run INCOMPLETE ({why}): {', '.join(parts) or '0 tests not run'}"
+
+
+__all__ = ["ReportError", "incomplete_note", "load_results"]

@@ -289,8 +289,16 @@ PAGE = """<!DOCTYPE html>
 
 
 def render_html(runs: Sequence[dict], baseline: Baseline | None = None, title: str = "") -> str:
+    from . import incomplete_note
+
     data = report_data(runs, baseline, title)
-    return PAGE.format(title=html.escape(data["title"]), css=CSS, js=JS, data=_script_json(data))
+    page = PAGE.format(title=html.escape(data["title"]), css=CSS, js=JS, data=_script_json(data))
+    notes = [n for n in map(incomplete_note, runs) if n]
+    if notes:  # a run that did not finish says so above everything else
+        banner = "".join(f'<p class="incomplete" style="background:#fde2e1;color:#8a1c13;padding:8px;'
+                         f'font-weight:bold">{html.escape(n)}</p>' for n in notes)
+        page = page.replace("<body>\n", "<body>\n" + banner + "\n", 1)
+    return page
 
 
 def write_html(path: str | Path, runs: Sequence[dict], baseline: Baseline | None = None, title: str = "") -> None:

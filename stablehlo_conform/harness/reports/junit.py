@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..gate import Baseline, first_line
+from . import incomplete_note
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 ERROR_STATUSES = ("error", "crash", "timeout")
@@ -133,8 +134,19 @@ def junit_tree(runs: Sequence[dict], baseline: Baseline | None = None) -> ET.Ele
             props["paths"] = " ".join(map(str, run["paths"]))
         if baseline is not None and baseline.source:
             props["baseline"] = baseline.source
+        note = incomplete_note(run)
+        if note:
+            props.update(complete="false", not_run_tests=str((run.get("not_run") or {}).get("tests", "")),
+                         not_loaded_files=str((run.get("not_run") or {}).get("files", "")))
         suite = testsuite(run["results"], run.get("backend") or "numpy", baseline, i, props,
                           run.get("wall_time"))
+        if note:  # a run that did not finish is an error of its own, so no CI reads it as green
+            tc = ET.Element("testcase", {"classname": "stablehlo-conform", "name": "<run incomplete>",
+                                         "time": "0.000000"})
+            ET.SubElement(tc, "error", {"message": _clean(note), "type": "incomplete"}).text = _clean(note)
+            suite.insert(len(suite) - 2, tc)  # before system-out and system-err
+            for k in ("tests", "errors"):
+                suite.set(k, str(int(suite.get(k)) + 1))
         root.append(suite)
         for k in totals:
             totals[k] += int(suite.get(k))

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from ..gate import GateResult, first_line
 
 MAX_LISTED = 50
+# C0 and C1 controls, DEL, and the bidi embeddings/overrides/isolates that reorder what a terminal shows
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object) -> str:
+    """``text`` for a terminal: every control character becomes a visible
+    escape (``\\x1b``, ``\\n``, ``\\u202e``), so a test id cannot move the
+    cursor, recolour the screen or start a line of its own."""
+    return _CONTROL.sub(_escape, str(text))
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return named.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
 def _pct(x: float) -> str:
@@ -34,7 +50,8 @@ def gate_lines(g: GateResult, baseline_name: str | None = None, max_listed: int 
     out.append(f"gate {verdict} ({' '.join(parts)})")
     if g.mode != "pass-rate":
         for rec in g.regressions[:max_listed]:
-            out.append(f"  REGRESSION  {rec['id']}: {rec['status']}: {first_line(rec.get('message'), 200)}")
+            out.append(f"  REGRESSION  {printable(rec['id'])}: {rec['status']}: "
+                       f"{printable(first_line(rec.get('message'), 200))}")
         if len(g.regressions) > max_listed:
             out.append(f"  ... {len(g.regressions) - max_listed} more regressions")
     for c in g.rate_failures:
@@ -44,7 +61,7 @@ def gate_lines(g: GateResult, baseline_name: str | None = None, max_listed: int 
             out.append(f"  PASS RATE   {c.family}: no test ran (threshold {_pct(c.threshold)})")
     for rec, entry in g.newly_passing[:max_listed]:
         why = f" (baseline reason: {entry.reason})" if entry.reason else ""
-        out.append(f"  NEWLY PASSING {rec['id']}{why}")
+        out.append(f"  NEWLY PASSING {printable(rec['id'])}{printable(why)}")
     if len(g.newly_passing) > max_listed:
         out.append(f"  ... {len(g.newly_passing) - max_listed} more newly passing")
     if g.newly_passing:
