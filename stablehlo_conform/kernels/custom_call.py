@@ -13,6 +13,7 @@ from collections.abc import Callable
 from .registry import kernel
 
 TARGETS: dict[str, Callable[..., tuple]] = {}
+PREFIXES: dict[str, Callable[..., tuple]] = {}  # targets named by a prefix (``mhlo.``)
 
 
 def custom_target(*names: str):
@@ -24,10 +25,25 @@ def custom_target(*names: str):
     return deco
 
 
+def custom_prefix(prefix: str):
+    def deco(fn):
+        PREFIXES[prefix] = fn
+        return fn
+
+    return deco
+
+
+def target_kernel(target: str) -> Callable[..., tuple] | None:
+    fn = TARGETS.get(target)
+    if fn is None:
+        fn = next((f for p, f in PREFIXES.items() if target.startswith(p)), None)
+    return fn
+
+
 @kernel("stablehlo.custom_call")
 def custom_call(op, *operands):
     target = op.attr("call_target_name")
-    fn = TARGETS.get(target)
+    fn = target_kernel(target)
     if fn is None:
         raise op.unsupported(f"custom_call target {target!r}")
     return tuple(fn(op, *operands))

@@ -268,8 +268,10 @@ def gesdd(op, a):
 @_lapack_targets("gesvd", ("cusolver_gesvd_ffi", "hipsolver_gesvd_ffi", "cusolver_gesvdj_ffi",
                            "hipsolver_gesvdj_ffi"))
 def gesvd(op, a):
-    """Singular value decomposition (LAPACK ``?gesvd``; the Jacobi GPU
-    variants compute the same decomposition, run here through ``?gesvd``)."""
+    """Singular value decomposition (LAPACK ``?gesvd``): ``(a, s, u, vt,
+    info)``. The Jacobi GPU variants (``gesvdj``) compute the same
+    decomposition, run here through ``?gesvd``, and return ``V`` where the
+    others return ``Vᴴ``."""
     return _svd(op, a, "gesvd")
 
 
@@ -278,10 +280,14 @@ def _svd(op, a, routine: str):
     uv, full = _svd_shapes(op)
     ushape, vshape = op.result_shape(2)[-2:], op.result_shape(3)[-2:]
 
+    jacobi = "gesvdj" in _target(op)
+
     def one(m):
         u, s, vt, info = fn(m, compute_uv=int(uv), full_matrices=int(full))
         if not uv:
             u, vt = np.zeros(ushape, m.dtype), np.zeros(vshape, m.dtype)
+        elif jacobi:  # cuSOLVER/hipSOLVER gesvdj return V, not Vᴴ
+            vt = np.conj(vt.T)
         return m, s, u, vt, _info(info)
 
     return _run(op, (a,), lambda x: _batched(2, one, x), matrices_out=(0, 2, 3))
@@ -449,7 +455,8 @@ def trsm(op, a, b):
 def lu_pivots_to_permutation(op, pivots):
     """The row permutation of ``P A = L U`` from 0-based pivot rows: start
     from the identity of the result's size and swap rows ``i`` and
-    ``pivots[i]`` in order (vectorised over the batch)."""
+    ``pivots[i]`` in order (vectorised over the batch); a pivot outside
+    ``[0, size)`` swaps nothing, as the GPU kernels do."""
     piv = np.asarray(pivots).astype(np.int64)
     size = op.result_shape(0)[-1]
     batch = piv.shape[:-1]
@@ -457,9 +464,10 @@ def lu_pivots_to_permutation(op, pivots):
     perm = np.broadcast_to(np.arange(size, dtype=np.int64), (flat.shape[0], size)).copy()
     rows = np.arange(flat.shape[0])
     for i in range(min(flat.shape[1], size)):
-        j = flat[:, i]
-        pi, pj = perm[rows, i].copy(), perm[rows, j].copy()
-        perm[rows, i], perm[rows, j] = pj, pi
+        ok = (flat[:, i] >= 0) & (flat[:, i] < size)  # out-of-range pivots swap nothing
+        r, j = rows[ok], flat[ok, i]
+        pi, pj = perm[r, i].copy(), perm[r, j].copy()
+        perm[r, i], perm[r, j] = pj, pi
     return (perm.reshape(batch + (size,)).astype(op.result_dtype(0)),)
 
 
