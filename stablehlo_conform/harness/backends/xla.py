@@ -35,6 +35,7 @@ class XlaBackend(NativeBackend):
             from jax._src import xla_bridge
 
             self._client = xla_bridge.get_backend("cpu")
+            initialize_lapack()
         return self._client
 
     def execute(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -61,3 +62,20 @@ class XlaBackend(NativeBackend):
             return [np.asarray(x[0]) for x in out.disassemble_into_single_device_arrays()]
         except Exception as e:
             raise BackendError(f"xla: execution failed: {str(e).strip()[:500]}") from None
+
+
+def initialize_lapack() -> None:
+    """Fill in jaxlib's LAPACK custom-call handlers (``lapack_*_ffi``): jaxlib
+    registers them at import but sets their LAPACK function pointers only
+    when asked (JAX does it while lowering); compiling a program that calls
+    them first would crash."""
+    try:
+        from jaxlib.cpu import _lapack
+    except ImportError:  # older jaxlib layouts
+        try:
+            from jaxlib import lapack as _jl
+
+            _lapack = _jl._lapack
+        except ImportError:
+            return
+    _lapack.initialize()
