@@ -112,3 +112,96 @@ def mhlo_target(op, *operands):
             inner = dataclasses.replace(op.op, name=f"{dialect}.{name}", attrs=attrs)
             return fn(type(op)(inner, op.engine), *operands)
     raise op.unsupported(f"custom_call target {target!r}")
+
+
+# --------------------------------------------------------------------------- #
+# stablehlo.dynamic_* targets (ops with dynamic shapes spelled as custom calls)
+# --------------------------------------------------------------------------- #
+
+
+def _inner(op, name: str, attrs: dict, **changes):
+    """``op`` as the op ``name`` with ``attrs`` (to run another kernel)."""
+    inner = dataclasses.replace(op.op, name=name, attrs=attrs, **changes)
+    return type(op)(inner, op.engine)
+
+
+def _called(op) -> str:
+    calls = op.attr("called_computations") or ()
+    return calls[0].name if calls else ""
+
+
+@custom_target("stablehlo.dynamic_top_k")
+def dynamic_top_k(op, operand, k):
+    """``chlo.top_k`` with ``k`` an operand."""
+    from .sorting import top_k
+
+    return top_k(_inner(op, "chlo.top_k", {"k": int(np.asarray(k))}), operand)
+
+
+@custom_target("ApproxTopK", "stablehlo.dynamic_approx_top_k")
+def approx_top_k(op, *operands):
+    """XLA's ``ApproxTopK``: the ``k`` first elements along ``reduction_dim``
+    in the order of the comparator (``called_computations``), with the other
+    operands permuted alike. Computed exactly (recall 1, which meets any
+    ``recall_target``; XLA CPU's fallback is exact too). The dynamic form
+    takes ``k`` after the init values and the result shapes as operands."""
+    from .sorting import merge_sort_perm
+
+    cfg = {**op.attrs, **(op.attr("mhlo.backend_config") or {})}
+    n = op.num_results
+    inputs = [np.asarray(x) for x in operands[:n]]
+    dim = int(cfg.get("reduction_dim", -1)) % inputs[0].ndim
+    if op.attr("call_target_name") == "stablehlo.dynamic_approx_top_k":
+        k = int(np.asarray(operands[2 * n]))
+    else:
+        k = int(cfg.get("top_k", op.result_shape(0)[dim]))
+    moved = [np.moveaxis(x, dim, -1) for x in inputs]
+    shape = moved[0].shape
+    flat = [m.reshape(-1, shape[-1]) for m in moved]
+    rows = np.arange(flat[0].shape[0])[:, None]
+    fname = _called(op)
+
+    def less(ia, ib):
+        args = []
+        for f in flat:
+            args += [f[rows, ia], f[rows, ib]]
+        r = op.engine.call(fname, args, lanes=True)[0]
+        return np.broadcast_to(np.asarray(r).astype(bool), ia.shape)
+
+    perm = merge_sort_perm(less, flat[0].shape[0], shape[-1])[:, :k]
+    outs = []
+    for i, f in enumerate(flat):
+        s = np.take_along_axis(f, perm, axis=1).reshape(shape[:-1] + (perm.shape[1],))
+        outs.append(np.ascontiguousarray(np.moveaxis(s, -1, dim)).astype(op.result_dtype(i), copy=False))
+    return tuple(outs)
+
+
+@custom_target("stablehlo.dynamic_rng_bit_generator")
+def dynamic_rng_bit_generator(op, state, shape):
+    """``stablehlo.rng_bit_generator`` with the output shape an operand."""
+    from .. import types as T
+    from .random import rng_bit_generator
+
+    dims = tuple(int(v) for v in np.asarray(shape).ravel())
+    out_t = T.TensorType(dims, op.result_type(1).element)
+    inner = _inner(op, "stablehlo.rng_bit_generator", dict(op.attrs),
+                   result_types=(op.result_type(0), out_t))
+    return rng_bit_generator(inner, state)
+
+
+@custom_target("stablehlo.dynamic_reduce_window")
+def dynamic_reduce_window(op, *operands):
+    """``stablehlo.reduce_window`` with the window attributes as operands
+    (``window_dimensions, window_strides, base_dilations, window_dilations,
+    padding``) after the inputs and init values, and the reducer a function
+    (``called_computations``)."""
+    from .reduction import reduce_window
+
+    n = (len(operands) - 5) // 2
+    wd, ws, bd, wdl, pad = (np.asarray(v).astype(np.int64) for v in operands[2 * n:])
+    attrs = {"window_dimensions": tuple(wd), "window_strides": tuple(ws), "base_dilations": tuple(bd),
+             "window_dilations": tuple(wdl), "padding": pad.reshape(-1, 2)}
+    body = op.engine.func(_called(op)).body
+    inner = _inner(op, "stablehlo.reduce_window", attrs, regions=(body,),
+                   operand_types=op.op.operand_types[: 2 * n])
+    return reduce_window(inner, *operands[: 2 * n])
