@@ -105,10 +105,14 @@ def mhlo_target(op, *operands):
     with the attributes of ``mhlo.attributes``."""
     target = op.attr("call_target_name")
     name = target.split(".", 1)[1]
+    attrs = dict(op.attrs.get("mhlo.attributes") or {})
+    if name == "topk":  # mhlo.topk: chlo.top_k, or the smallest when largest = false
+        name = "top_k"
+        if attrs.pop("largest", True) is False:
+            raise op.unsupported(f"custom_call target {target!r} with largest = false")
     for dialect in ("chlo", "stablehlo"):
         fn = KERNELS.lookup(f"{dialect}.{name}")
         if fn is not None:
-            attrs = dict(op.attrs.get("mhlo.attributes") or {})
             inner = dataclasses.replace(op.op, name=f"{dialect}.{name}", attrs=attrs)
             return fn(type(op)(inner, op.engine), *operands)
     raise op.unsupported(f"custom_call target {target!r}")
