@@ -336,12 +336,27 @@ def test_xla_backend_runs_cpu_lapack_programs_in_a_fresh_process():
     assert p.stdout.strip() == str(["pass"] * 8)
 
 
+@pytest.mark.skipif(not CASES, reason="jax's export_back_compat_test_data is not installed")
+def test_conform_eval_cli_runs_a_back_compat_program(tmp_path):
+    case = next(c for c in CASES if c.name == "cpu_svd_lapack_gesdd/data_2024_08_13/c64")
+    prog = tmp_path / "svd.mlir"
+    prog.write_text(case.data["mlir_module_text"])
+    np.savez(tmp_path / "in.npz", arg0=case.data["inputs"][0])
+    conform = [sys.executable, "-m", "stablehlo_conform.cli"]
+    p = subprocess.run(conform + ["eval", str(prog), "--inputs", str(tmp_path / "in.npz"), "-o", str(tmp_path / "o.npz")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = np.load(tmp_path / "o.npz")
+    outs = [got[f"out{i}"] for i in range(3)]
+    assert LI.compare("svd", outs, [np.asarray(x) for x in case.data["expected_outputs"]]) is None
+
+
 # --------------------------------------------------------------------------- #
 # jnp.linalg exports
 # --------------------------------------------------------------------------- #
 
 GEN = [(n, d) for n in ("qr_tall", "eigh", "eig", "svd", "cholesky", "lu", "solve", "inv", "slogdet", "schur",
-                        "hessenberg", "tridiagonal", "tridiagonal_solve", "svd_thin")
+                        "hessenberg", "tridiagonal", "tridiagonal_solve", "svd_thin", "svd_gesvd", "eig_right")
        for d in jax_linalg.DTYPES]
 
 
