@@ -289,7 +289,7 @@ def test_identity_accepts_other_signs_and_rejects_wrong_factors():
 CASES = back_compat.cases()
 # Programs that do not pass, each with the reason (checked: status and message).
 KNOWN = {
-    "rocm_eigh_hipsolver_syev": ("unsupported", "hipsolver_syev"),  # legacy opaque descriptor
+    "rocm_eigh_hipsolver_syev": ("unsupported", "a legacy solver call"),  # opaque binary descriptor
     "mosaic_": ("unsupported", "compiled Pallas/Mosaic/Triton kernel"),
     "triton_add_one": ("unsupported", "compiled Pallas/Mosaic/Triton kernel"),
     "tpu_Sharding/data_2025_06_30/gspmd": ("unsupported", "a partitioned program"),

@@ -235,8 +235,7 @@ def syevd(op, a):
     eigenvectors (``mode = 'V'``) in place of the input, eigenvalues in
     ascending order, ``info``. Only the ``uplo`` triangle is read."""
     p, lower = _prefix(op, _target(op), a), _uplo_lower(op)
-    cfg = _config(op)
-    vectors = _char(cfg, "mode", "V") == "V" if "mode" in cfg else True
+    vectors = _char(_config(op), "mode", "V") == "V"
     fn = _lapack(p, "syevd" if p in "sd" else "heevd")
 
     def one(m):
@@ -349,8 +348,7 @@ def gees(op, a):
 
     def one(m):
         out = fn(lambda *x: 0, m, compute_v=int(vectors), sort_t=0)
-        vs_i = -3
-        vs = out[vs_i] if vectors else np.zeros(m.shape, m.dtype)
+        vs = out[-3] if vectors else np.zeros(m.shape, m.dtype)
         if p in "sd":
             t, sdim, wr, wi, _vs, _work, info = out
             return t, vs, wr, wi, _info(sdim), _info(info)
@@ -457,8 +455,14 @@ def lu_pivots_to_permutation(op, pivots):
     from the identity of the result's size and swap rows ``i`` and
     ``pivots[i]`` in order (vectorised over the batch); a pivot outside
     ``[0, size)`` swaps nothing, as the GPU kernels do."""
+    perm = pivots_to_permutation(pivots, op.result_shape(0)[-1])
+    return (perm.astype(op.result_dtype(0)),)
+
+
+def pivots_to_permutation(pivots, size: int) -> np.ndarray:
+    """Apply the row swaps ``i <-> pivots[..., i]`` (0-based) in order to the
+    identity permutation of ``size``."""
     piv = np.asarray(pivots).astype(np.int64)
-    size = op.result_shape(0)[-1]
     batch = piv.shape[:-1]
     flat = piv.reshape(-1, piv.shape[-1])
     perm = np.broadcast_to(np.arange(size, dtype=np.int64), (flat.shape[0], size)).copy()
@@ -468,7 +472,7 @@ def lu_pivots_to_permutation(op, pivots):
         r, j = rows[ok], flat[ok, i]
         pi, pj = perm[r, i].copy(), perm[r, j].copy()
         perm[r, i], perm[r, j] = pj, pi
-    return (perm.reshape(batch + (size,)).astype(op.result_dtype(0)),)
+    return perm.reshape(batch + (size,))
 
 
 @custom_target("cu_threefry2x32_ffi", "hip_threefry2x32_ffi", "cu_threefry2x32", "hip_threefry2x32")
@@ -481,3 +485,21 @@ def threefry2x32_target(op, k0, k1, x0, x1):
     k0, k1, x0, x1 = (np.broadcast_to(np.asarray(v, np.uint32), shape).ravel() for v in (k0, k1, x0, x1))
     y0, y1 = threefry2x32(k0, k1, x0, x1)  # keys element-wise
     return y0.reshape(shape), y1.reshape(shape)
+
+
+_LEGACY_GPU = [f"{lib}_{r}" for lib in ("cusolver", "hipsolver")
+               for r in ("potrf", "getrf", "geqrf", "orgqr", "syevd", "syevj", "gesvd", "gesvdj", "sytrd")]
+_LEGACY_GPU += [f"{lib}_{r}_batched" for lib in ("cublas", "hipblas") for r in ("getrf", "geqrf")]
+_LEGACY_CPU = [f"lapack_{p}{r}" for p in _PREFIXES
+               for r in ("potrf", "getrf", "geqrf", "orgqr", "ungqr", "syevd", "heevd", "gesdd", "geev", "gees",
+                         "gehrd", "sytrd", "hetrd")] + [f"blas_{p}trsm" for p in _PREFIXES]
+
+
+@custom_target(*_LEGACY_GPU, *_LEGACY_CPU)
+def legacy_solver(op, *operands):
+    """Solver calls of the API before the typed FFI: their sizes and options
+    travel in an undocumented binary descriptor (GPU) or positional scalar
+    operands (CPU)."""
+    t = op.attr("call_target_name")
+    raise op.unsupported(f"custom_call target {t!r}: a legacy solver call with an undocumented descriptor "
+                         f"(exports since 2024 use {t.replace('blas_', 'lapack_')}_ffi)")

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import ConformError
 from .custom_call import custom_prefix, custom_target
-from .lapack import _batched, _lapack, _prefix
+from .lapack import _batched, _lapack, _prefix, pivots_to_permutation
 from .registry import KERNELS
 
 
@@ -47,8 +47,7 @@ def shape_assertion(op, pred, *values):
     raise ShapeAssertionError(f"shape_assertion failed at {op.loc}: {msg}")
 
 
-@custom_target("Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice",
-               "xla.sdy.FuncResultSharding", "xla.sdy.ShardingGroup", "LayoutConstraint")
+@custom_target("Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice", "xla.sdy.FuncResultSharding")
 def identity(op, *operands):
     """Annotations: the operands, unchanged."""
     return tuple(operands)
@@ -87,16 +86,9 @@ def lu_tuple(op, a):
     ``?getrf`` with 0-based pivots, as a tuple."""
     fn = _lapack(_prefix(op, "LuDecomposition", a), "getrf")
     x = np.asarray(a)
-    m = x.shape[-2]
-
-    def one(mat):
-        lu, piv, _info = fn(mat)
-        perm = np.arange(m)
-        for i, j in enumerate(piv):
-            perm[[i, j]] = perm[[j, i]]
-        return lu, piv.astype(np.int32), perm.astype(np.int32)
-
-    return (_batched(2, one, x),)
+    lu, piv = _batched(2, lambda mat: fn(mat)[:2], x)
+    perm = pivots_to_permutation(piv, x.shape[-2])
+    return ((lu, piv.astype(np.int32), perm.astype(np.int32)),)
 
 
 @custom_prefix("mhlo.")
