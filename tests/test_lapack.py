@@ -174,6 +174,19 @@ def test_batched_potrf_loops_only_over_batch():
     assert info.tolist() == [0, 0, 0]
 
 
+def test_empty_problems_are_lapacks_quick_return(capfd):
+    prog = call("lapack_sgetrf_ffi", ["tensor<0x0xf32>"], ["tensor<0x0xf32>", "tensor<0xi32>", "tensor<i32>"],
+                "", [COL], [COL, VEC, SCALAR])
+    lu, piv, info = evaluate(prog, np.zeros((0, 0), np.float32))
+    assert lu.shape == (0, 0) and piv.shape == (0,) and int(info) == 0
+    svd = call("lapack_dgesdd_ffi", ["tensor<3x0xf64>"],
+               ["tensor<3x0xf64>", "tensor<0xf64>", "tensor<3x3xf64>", "tensor<0x0xf64>", "tensor<i32>"],
+               "mode = 65 : ui8", [COL], [COL, VEC, COL, COL, SCALAR])
+    out = evaluate(svd, np.zeros((3, 0)))
+    assert [o.shape for o in out] == [(3, 0), (0,), (3, 3), (0, 0), ()] and int(out[4]) == 0
+    assert "illegal value" not in capfd.readouterr().err
+
+
 def test_lu_pivots_to_permutation_skips_out_of_range():
     prog = call("cu_lu_pivots_to_permutation", ["tensor<2x2xi32>"], ["tensor<2x4xi32>"])
     (p,) = evaluate(prog, np.array([[2, 3], [7, 1]], np.int32))

@@ -20,7 +20,9 @@ characters as ``ui8`` codes (``uplo = 'L'``, ``mode = 'V'``, ...) for LAPACK
 targets, booleans (``lower``, ``compute_uv``, ``full_matrices``) for GPU ones.
 ``info`` outputs carry LAPACK's ``INFO`` per batch element. Output buffers that
 LAPACK leaves unspecified (the input of ``gesdd`` after the call, the matrix of
-``syevd`` without vectors) hold the input unchanged.
+``syevd`` without vectors) hold the input unchanged. An empty problem is
+LAPACK's quick return (``info = 0``, nothing written) without calling LAPACK,
+whose wrappers reject a leading dimension of 0.
 """
 
 from __future__ import annotations
@@ -93,6 +95,10 @@ def _layouts(op, key: str, n: int) -> list[tuple[int, ...] | None]:
 def _run(op, operands, fn, matrices_in=(0,), matrices_out=(0,)) -> tuple:
     """Lay the operands out as the handler reads them, run ``fn`` and lay its
     results out as the program declares them, each cast to its type."""
+    if any(np.size(x) == 0 for x in operands):
+        quick = _quick_return(op, operands)
+        if quick is not None:
+            return quick
     lin = _layouts(op, "operand_layouts", len(operands))
     args = []
     for i, x in enumerate(operands):
@@ -108,6 +114,22 @@ def _run(op, operands, fn, matrices_in=(0,), matrices_out=(0,)) -> tuple:
         dst = lout[i] if lout[i] is not None else tuple(range(y.ndim - 1, -1, -1))
         res.append(relayout(y, _handler_layout(y.ndim, i in matrices_out), dst))
     return tuple(res)
+
+
+def _quick_return(op, operands) -> tuple | None:
+    """An empty problem (no matrices, or matrices without rows or columns):
+    LAPACK returns at once with ``info = 0``, computing and writing nothing.
+    Results aliasing an operand of their shape keep it; the others (left
+    unspecified) are zeros."""
+    types = op.result_types
+    if any(None in t.shape for t in types):
+        return None
+    out = []
+    for i, t in enumerate(types):
+        x = np.asarray(operands[i]) if i < len(operands) else None
+        same = x is not None and x.shape == tuple(t.shape)
+        out.append(x.astype(t.dtype) if same else np.zeros(t.shape, t.dtype))
+    return tuple(out)
 
 
 def _batched(core: int, fn: Callable[..., tuple], *arrays: np.ndarray) -> tuple:
