@@ -381,3 +381,32 @@ def test_jnp_linalg_export_matches_jit(name, dtype):
     how, msg = jax_linalg.check(prog, evaluate(prog.text, *prog.inputs))
     assert msg is None, msg
     assert how.startswith("identity" if jax_linalg.SPECS[name].kind else "values")
+
+
+GPU = [(p, n, d) for p in ("cuda", "rocm")
+       for n in ("qr_tall", "eigh", "svd", "svd_gesvd", "svd_gesvd_wide", "cholesky", "lu", "tridiagonal")
+       for d in ("float32", "complex128")] + [("cuda", "tridiagonal_solve", "float64")]
+
+
+@pytest.mark.parametrize("platform,name,dtype", GPU)
+def test_gpu_export_matches_jit(platform, name, dtype):
+    """cuSOLVER/hipSOLVER lowerings of jnp.linalg (exported without a GPU)."""
+    pytest.importorskip("jax")
+    prog = jax_linalg.export(name, dtype, platform=platform)
+    assert any(t.startswith(("cusolver_", "hipsolver_", "cusparse_")) for t in jax_linalg.targets(prog.text))
+    how, msg = jax_linalg.check(prog, evaluate(prog.text, *prog.inputs))
+    assert msg is None, msg
+
+
+def test_gpu_threefry_export_matches_jit():
+    jax = pytest.importorskip("jax")
+    f = jax.jit(lambda k: jax.random.bits(jax.random.wrap_key_data(k), (3, 5)))
+    k = np.array([7, 42], np.uint32)
+    old = jax.config.jax_threefry_gpu_kernel_lowering
+    jax.config.update("jax_threefry_gpu_kernel_lowering", True)
+    try:
+        text = jax.export.export(f, platforms=["cuda"])(k).mlir_module()
+    finally:
+        jax.config.update("jax_threefry_gpu_kernel_lowering", old)
+    assert "cu_threefry2x32_ffi" in jax_linalg.targets(text)
+    np.testing.assert_array_equal(evaluate(text, k)[0], np.asarray(f(k)))

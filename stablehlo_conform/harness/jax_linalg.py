@@ -76,6 +76,9 @@ def _specs() -> list[Spec]:
         Spec("svd_thin", lambda jnp, jsl, lax: lambda a: jnp.linalg.svd(a, full_matrices=False), one(_tall), "svd"),
         Spec("svd_gesvd", lambda jnp, jsl, lax: lambda a: lax.linalg.svd(a, algorithm=lax.linalg.SvdAlgorithm.QR),
              one(_tall), "svd"),
+        Spec("svd_gesvd_wide",
+             lambda jnp, jsl, lax: lambda a: lax.linalg.svd(a, algorithm=lax.linalg.SvdAlgorithm.QR),
+             lambda rng, dt: (_general(rng, dt, (2, 3, 5)),), "svd"),
         Spec("svdvals", lambda jnp, jsl, lax: lambda a: jnp.linalg.svd(a, compute_uv=False), one(_tall)),
         Spec("cholesky", lambda jnp, jsl, lax: jnp.linalg.cholesky, one(_spd)),
         Spec("cho_solve", lambda jnp, jsl, lax: lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b), two(_spd)),
@@ -105,6 +108,7 @@ SPECS = {s.name: s for s in _specs()}
 class Program:
     name: str
     dtype: str
+    platform: str
     text: str
     inputs: tuple
     expected: tuple  # jax.jit's outputs
@@ -112,9 +116,11 @@ class Program:
     order: tuple[int, ...] | None
 
 
-def export(name: str, dtype: str, seed: int = 0) -> Program:
-    """The StableHLO text of ``name`` on ``dtype`` inputs, with the inputs
-    and ``jax.jit``'s outputs."""
+def export(name: str, dtype: str, seed: int = 0, platform: str = "cpu") -> Program:
+    """The StableHLO text of ``name`` on ``dtype`` inputs lowered for
+    ``platform`` (``cpu``: ``jax.jit(f).lower(...)``; ``cuda``/``rocm``:
+    ``jax.export`` for that platform, which needs no GPU), with the inputs and
+    ``jax.jit``'s outputs on this machine."""
     import jax
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
@@ -125,11 +131,14 @@ def export(name: str, dtype: str, seed: int = 0) -> Program:
     inputs = spec.inputs(rng, np.dtype(dtype))
     with jax.enable_x64(True):
         fn = jax.jit(spec.make(jnp, jsl, lax))
-        text = fn.lower(*inputs).as_text()
+        if platform == "cpu":
+            text = fn.lower(*inputs).as_text()
+        else:
+            text = jax.export.export(fn, platforms=[platform])(*inputs).mlir_module()
         out = fn(*inputs)
         leaves = jax.tree_util.tree_leaves(out)
         expected = tuple(np.asarray(x) for x in leaves)
-    return Program(name, dtype, text, inputs, expected, spec.kind, spec.order)
+    return Program(name, dtype, platform, text, inputs, expected, spec.kind, spec.order)
 
 
 def targets(text: str) -> list[str]:

@@ -273,8 +273,6 @@ def _svd_shapes(op) -> tuple[bool, bool]:
     if "mode" in cfg:
         mode = _char(cfg, "mode", "A")
         return mode != "N", mode == "A"
-    if cfg.get("transposed"):
-        raise op.unsupported(f"custom_call target {_target(op)!r} with transposed = true")
     return bool(cfg.get("compute_uv", True)), bool(cfg.get("full_matrices", True))
 
 
@@ -292,7 +290,10 @@ def gesvd(op, a):
     """Singular value decomposition (LAPACK ``?gesvd``): ``(a, s, u, vt,
     info)``. The Jacobi GPU variants (``gesvdj``) compute the same
     decomposition, run here through ``?gesvd``, and return ``V`` where the
-    others return ``Vᴴ``."""
+    others return ``Vᴴ``. With ``transposed = true`` (GPU ``gesvd`` of a
+    wide matrix) the handler reads its column-major matrix from a row-major
+    ``m x n`` buffer, i.e. ``Aᵀ``, and writes the factors of ``Aᵀ`` column-major;
+    read back row-major these are ``(a, s, Vᴴ, U)`` of ``A``."""
     return _svd(op, a, "gesvd")
 
 
@@ -302,6 +303,9 @@ def _svd(op, a, routine: str):
     ushape, vshape = op.result_shape(2)[-2:], op.result_shape(3)[-2:]
 
     jacobi = "gesvdj" in _target(op)
+    transposed = bool(_config(op).get("transposed", False))
+    if transposed:
+        ushape, vshape = vshape, ushape
 
     def one(m):
         u, s, vt, info = fn(m, compute_uv=int(uv), full_matrices=int(full))
@@ -309,8 +313,12 @@ def _svd(op, a, routine: str):
             u, vt = np.zeros(ushape, m.dtype), np.zeros(vshape, m.dtype)
         elif jacobi:  # cuSOLVER/hipSOLVER gesvdj return V, not Vᴴ
             vt = np.conj(vt.T)
+        if transposed:
+            return m, s, vt, u, _info(info)
         return m, s, u, vt, _info(info)
 
+    if transposed:  # every matrix as a row-major buffer (see gesvd)
+        return _run(op, (a,), lambda x: _batched(2, one, x), matrices_in=(), matrices_out=())
     return _run(op, (a,), lambda x: _batched(2, one, x), matrices_out=(0, 2, 3))
 
 
