@@ -293,6 +293,12 @@ def test_identity_accepts_other_signs_and_rejects_wrong_factors():
     bad = w.copy()
     bad[0] -= 1e-3
     assert LI.compare("eigh", [v, bad], [v, w]) is not None
+    # eig: another order of the eigenpairs and other phases are the same decomposition
+    ew, ev = np.linalg.eig(a)
+    perm = [2, 0, 3, 1]
+    phase = np.exp(1j * np.arange(4.0))
+    assert LI.compare("eig", [ew[perm], ev[:, perm] * phase], [ew, ev]) is None
+    assert LI.compare("eig", [ew * (1 + 1e-3), ev], [ew, ev]) is not None
 
 
 # --------------------------------------------------------------------------- #

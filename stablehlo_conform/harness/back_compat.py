@@ -125,8 +125,11 @@ def run_case(case: Case, backend: str = "numpy") -> Outcome:
         return Outcome(case, "error", compared, str(e).splitlines()[0][:300])
     except Exception as e:  # a kernel bug is reported, never raised
         return Outcome(case, "error", compared, f"{type(e).__name__}: {e}"[:300])
-    if kind is None:
-        msg = compare_values(got, expected)
-    else:
-        msg = LI.compare(kind, got, expected) if len(got) == len(expected) else "result count differs"
+    try:
+        if kind is None:
+            msg = compare_values(got, expected)
+        else:
+            msg = LI.compare(kind, got, expected) if len(got) == len(expected) else "result count differs"
+    except Exception as e:  # e.g. a singular eigenvector matrix
+        return Outcome(case, "error", compared, f"comparison: {type(e).__name__}: {e}"[:300])
     return Outcome(case, "fail" if msg else "pass", compared, msg or "")

@@ -178,12 +178,21 @@ def compare(kind: str, outs, expected) -> str | None:
         return _residual("values", np.asarray(outs[vals]), np.asarray(expected[vals]),
                          np.max(np.abs(expected[vals]), axis=-1), _eps(outs[vals]), np.shape(outs[vals])[-1])
     if kind == "eig":
-        got, exp = _sorted_eigs(outs[0]), _sorted_eigs(expected[0])
+        got, exp = _matched_eigs(outs[0], expected[0])
         return _residual("eigenvalues", got, exp, np.max(np.abs(exp), axis=-1), _eps(outs[0]), got.shape[-1])
     return None
 
 
-def _sorted_eigs(w):
-    w = np.asarray(w, np.complex128)
-    key = np.round(w.real, 4) + 1e-9 * np.round(w.imag, 4)
-    return np.take_along_axis(w, np.argsort(key, axis=-1), axis=-1)
+def _matched_eigs(got, expected):
+    """Both eigenvalue lists (per batch row), ``got`` reordered to pair each
+    expected value with the closest one (an optimal assignment)."""
+    from scipy.optimize import linear_sum_assignment
+
+    g = np.asarray(got, np.complex128)
+    e = np.asarray(expected, np.complex128)
+    gf, ef = g.reshape(-1, g.shape[-1]), e.reshape(-1, e.shape[-1])
+    out = np.empty_like(gf)
+    for b in range(gf.shape[0]):  # one small assignment problem per matrix
+        rows, cols = linear_sum_assignment(np.abs(ef[b][:, None] - gf[b][None, :]))
+        out[b, rows] = gf[b, cols]
+    return out.reshape(g.shape), e
