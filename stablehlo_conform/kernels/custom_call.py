@@ -1,7 +1,8 @@
 """``stablehlo.custom_call`` (spec.md#custom_call): a registry of named targets.
 
 A target is ``fn(op, *operands) -> tuple`` registered with
-:func:`custom_target`. ``backend_config`` arrives decoded: a string for
+:func:`custom_target` (or, for a family of names, :func:`custom_prefix`).
+``backend_config`` arrives decoded: a string (bytes when not UTF-8) for
 ``api_version`` 1-3, a dictionary for the typed FFI (``api_version = 4``).
 An unknown target makes the test ``unsupported``.
 """

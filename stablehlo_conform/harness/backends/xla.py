@@ -70,12 +70,7 @@ def initialize_lapack() -> None:
     when asked (JAX does it while lowering); compiling a program that calls
     them first would crash."""
     try:
-        from jaxlib.cpu import _lapack
-    except ImportError:  # older jaxlib layouts
-        try:
-            from jaxlib import lapack as _jl
-
-            _lapack = _jl._lapack
-        except ImportError:
-            return
-    _lapack.initialize()
+        from jaxlib import lapack
+    except ImportError:  # a jaxlib without CPU LAPACK handlers
+        return
+    lapack._lapack.initialize()
