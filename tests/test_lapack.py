@@ -87,6 +87,13 @@ def test_row_major_layout_gives_the_handler_the_transpose():
     np.testing.assert_array_equal(piv_r, piv_t)
 
 
+def test_operand_type_must_match_the_routine():
+    prog = call("lapack_spotrf_ffi", ["tensor<2x2xf64>"], ["tensor<2x2xf64>", "tensor<i32>"], "uplo = 76 : ui8",
+                [COL], [COL, SCALAR])
+    with pytest.raises(ConformError, match="lapack_spotrf_ffi takes float32 operands, not float64"):
+        evaluate(prog, np.eye(2))
+
+
 def test_relayout_round_trip_and_batch():
     x = np.arange(24.0).reshape(2, 3, 4)
     cm = (1, 2, 0)  # column-major matrices, batch outermost

@@ -149,10 +149,14 @@ def _batched(core: int, fn: Callable[..., tuple], *arrays: np.ndarray) -> tuple:
 
 
 def _prefix(op, target: str, x: np.ndarray) -> str:
-    m = re.match(r"lapack_([sdcz])", target)
-    if m:
-        return m.group(1)
+    """The LAPACK precision prefix: the one a ``lapack_`` target names (its
+    operand must have that element type, as the handler checks), else the
+    operand's."""
     p = _REAL.get(np.dtype(x.dtype))
+    m = re.match(r"lapack_([sdcz])", target)
+    if m and p != m.group(1):
+        want = next(d for d, q in _REAL.items() if q == m.group(1))
+        raise ValueError(f"{target} takes {want} operands, not {x.dtype}")
     if p is None:
         raise op.unsupported(f"custom_call target {target!r} on element type {x.dtype}")
     return p
