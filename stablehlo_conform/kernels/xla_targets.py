@@ -13,6 +13,10 @@ ones (spec.md#custom_call).
   ``mhlo.attributes``) run the kernel of ``chlo.<op>`` or ``stablehlo.<op>``.
 - TPU-era XLA targets: ``Qr`` (``?geqrf`` as a tuple), ``LuDecomposition``
   (``?getrf``: factors, 0-based pivots, permutation).
+- ``ApproxTopK`` / ``stablehlo.dynamic_approx_top_k`` (exact top-k in the
+  comparator's order), ``stablehlo.dynamic_top_k``,
+  ``stablehlo.dynamic_rng_bit_generator`` and ``stablehlo.dynamic_reduce_window``
+  (the ops with shapes or window attributes given as operands).
 - Targets carrying a compiled kernel (Pallas on Mosaic TPU/GPU, Triton) are
   unsupported, naming the target: only their own runtime can run them.
 """
@@ -105,8 +109,7 @@ def mhlo_target(op, *operands):
     for dialect in ("chlo", "stablehlo"):
         fn = KERNELS.lookup(f"{dialect}.{name}")
         if fn is not None:
-            inner = dataclasses.replace(op.op, name=f"{dialect}.{name}", attrs=attrs)
-            return fn(type(op)(inner, op.engine), *operands)
+            return fn(_inner(op, f"{dialect}.{name}", attrs), *operands)
     raise op.unsupported(f"custom_call target {target!r}")
 
 
