@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -360,6 +361,17 @@ def test_xla_backend_runs_cpu_lapack_programs_in_a_fresh_process():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == str(["pass"] * 8)
+
+
+@pytest.mark.skipif(not CASES, reason="jax's export_back_compat_test_data is not installed")
+def test_back_compat_script_prints_the_table():
+    script = Path(__file__).resolve().parents[1] / "scripts" / "back_compat.py"
+    p = subprocess.run([sys.executable, str(script), "--platform", "cpu", "--summary"], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [line.split() for line in p.stdout.splitlines() if line.startswith("cpu ")]
+    assert len(rows) == 14 and all(r[2] == r[3] for r in rows)  # program families, n == pass
+    assert "48 programs" in p.stdout and "cpu: pass 48" in p.stdout
 
 
 @pytest.mark.skipif(not CASES, reason="jax's export_back_compat_test_data is not installed")
