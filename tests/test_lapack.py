@@ -157,6 +157,28 @@ def test_geev_real_matrix_complex_pair():
     np.testing.assert_allclose(vr[:, 1], np.conj(vr[:, 0]))  # conjugate pair unpacked
 
 
+def test_sytrd_gees_gehrd_on_matrices_already_in_their_form():
+    a = np.array([[2.0, 5.0], [5.0, 3.0]])
+    sytrd = call("lapack_dsytrd_ffi", ["tensor<2x2xf64>"],
+                 ["tensor<2x2xf64>", "tensor<2xf64>", "tensor<1xf64>", "tensor<1xf64>", "tensor<i32>"],
+                 "uplo = 76 : ui8", [COL], [COL, VEC, VEC, VEC, SCALAR])
+    _, d, e, tau, info = evaluate(sytrd, a)
+    assert d.tolist() == [2.0, 3.0] and abs(e[0]) == 5.0 and tau.tolist() == [0.0] and int(info) == 0
+    t = np.array([[1.0, 2.0, 3.0], [0.0, 4.0, 5.0], [0.0, 0.0, 6.0]])
+    gees = call("lapack_dgees_ffi", ["tensor<3x3xf64>"],
+                ["tensor<3x3xf64>", "tensor<3x3xf64>", "tensor<3xf64>", "tensor<3xf64>", "tensor<i32>", "tensor<i32>"],
+                "mode = 86 : ui8, sort = 78 : ui8", [COL], [COL, COL, VEC, VEC, SCALAR, SCALAR])
+    tt, z, wr, wi, sdim, info = evaluate(gees, t)
+    np.testing.assert_array_equal(tt, t)
+    np.testing.assert_array_equal(np.abs(z), np.eye(3))
+    assert wr.tolist() == [1.0, 4.0, 6.0] and wi.tolist() == [0.0] * 3 and int(info) == 0
+    gehrd = call("lapack_sgehrd_ffi", ["tensor<3x3xf32>"], ["tensor<3x3xf32>", "tensor<2xf32>", "tensor<i32>"],
+                 "high = 3 : i32, low = 1 : i32", [COL], [COL, VEC, SCALAR])
+    h, tau, info = evaluate(gehrd, t.astype(np.float32))
+    np.testing.assert_array_equal(h, t)  # upper triangular: already Hessenberg, no reflections
+    assert tau.tolist() == [0.0, 0.0] and int(info) == 0
+
+
 def test_gtsv_and_trsm_hand_cases():
     # [[2, 1, 0], [1, 2, 1], [0, 1, 2]] x = [4, 8, 8] -> x = [1, 2, 3]
     prog = call("lapack_dgtsv_ffi", ["tensor<3xf64>"] * 3 + ["tensor<3x1xf64>"],
