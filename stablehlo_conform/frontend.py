@@ -72,6 +72,15 @@ def _bindings():
     return _state
 
 
+def _string_attr(a) -> str | bytes:
+    """A string attribute's value; its bytes when it is not valid UTF-8 (kernel
+    payloads in ``backend_config``), which the bindings cannot hand out as str."""
+    try:
+        return a.value
+    except (RuntimeError, UnicodeDecodeError):
+        return bytes(a.value_bytes)
+
+
 def _isa(a, cls) -> bool:
     """``isinstance`` across binding versions (old ones need ``cls.isinstance``)."""
     if isinstance(a, cls):
@@ -546,7 +555,7 @@ class _Lowerer:
         if _isa(a, ir.FloatAttr):
             return float(ir.FloatAttr(a).value)
         if _isa(a, ir.StringAttr):
-            return ir.StringAttr(a).value
+            return _string_attr(ir.StringAttr(a))
         if _isa(a, ir.UnitAttr):
             return True
         for cls_name in ("DenseI64ArrayAttr", "DenseI32ArrayAttr", "DenseI16ArrayAttr",

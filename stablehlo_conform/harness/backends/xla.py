@@ -84,6 +84,7 @@ class XlaBackend(NativeBackend):
             if devices > forced_devices(flags) and not xla_bridge.backends_are_initialized():
                 os.environ["XLA_FLAGS"] = with_device_count(flags, devices)
             self._client = xla_bridge.get_backend("cpu")
+            initialize_lapack()
         return self._client
 
     def _compile(self, be, text: str, replicas: int, partitions: int):
@@ -135,3 +136,15 @@ class XlaBackend(NativeBackend):
             return [np.asarray(x[0]) for x in out.disassemble_into_single_device_arrays()]
         except Exception as e:
             raise BackendError(f"xla: execution failed: {str(e).strip()[:500]}") from None
+
+
+def initialize_lapack() -> None:
+    """Fill in jaxlib's LAPACK custom-call handlers (``lapack_*_ffi``): jaxlib
+    registers them at import but sets their LAPACK function pointers only
+    when asked (JAX does it while lowering); compiling a program that calls
+    them first would crash."""
+    try:
+        from jaxlib import lapack
+    except ImportError:  # a jaxlib without CPU LAPACK handlers
+        return
+    lapack._lapack.initialize()
