@@ -601,14 +601,14 @@ def evaluate_checks(module: Module, checks: list, values: list[list[np.ndarray]]
     from ...engine import Engine, OpContext
     from ...kernels import check as check_kernels
     from ...kernels.custom_call import custom_call
-    from ...kernels.registry import Registry
+    from ...kernels.registry import Registry, load_all
 
     eng = Engine(module, Registry())
     for op, vals in zip(checks, values):
         if op.name == "stablehlo.custom_call":
             fn = custom_call
         else:
-            fn = getattr(check_kernels, op.name.split(".", 1)[1], None)
+            fn = getattr(check_kernels, op.name.split(".", 1)[1], None) or load_all().lookup(op.name)
         if fn is None:
             raise UnsupportedOp(op.name, loc=str(op.loc))
         fn(OpContext(op, eng), *vals)
