@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from .types import split_top_level
 
 _STMT_RE = re.compile(
-    r"^(?P<indent>\s*)(?P<lhs>%[\w$.#:]+\s*=\s*)?"
+    r"^(?P<indent>\s*)(?P<lhs>%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=\s*)?"
     r"(?P<op>check\.expect_[a-z_]+(?=\s*[<(])|util\.unfoldable_constant\b|flow\.tensor\.dynamic_constant\b"
     r"|util\.optimization_barrier\b)(?P<rest>.*)$")
 _FUNC_RE = re.compile(r"^\s*func\.func\s+(?:(?P<vis>public|private|nested)\s+)?@(?P<name>[\w$.\-]+)\s*\((?P<args>\)?)")

@@ -155,3 +155,18 @@ def file_report(path: str) -> list[tuple[str, str, str]]:
     elif cases.modules:
         rows.append((path, "ok", f"{n} test{'s' if n != 1 else ''}"))
     return rows
+
+
+def unsupported_lines(files: Iterable[str]) -> Iterable[str]:
+    """One line per file that needs ops, targets or dialects without a
+    kernel, naming them (files that load and need nothing print nothing)."""
+    from .cases import enumerate_file
+
+    for f in files:
+        cases = enumerate_file(f)
+        names = unsupported_ops(cases.modules)
+        for rec in cases.errors:
+            first = (rec["message"] or "").splitlines()[0] if rec["status"] == "unsupported" else ""
+            names += [n for n in first.partition(": ")[2].split(", ") if n and n not in names]
+        if names:
+            yield f"{f}: unsupported: {', '.join(names)}"
