@@ -249,8 +249,10 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
                        message=f"ran on generated inputs (dynamic sizes = {size}"
                        f"{', integer tensors zero' if zeros else ''}); no expected values in the program")
     except ConformError as e:
+        from .support import unsupported_message
+
         rec["status"] = e.status
-        rec["message"] = str(e)
+        rec["message"] = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
     except Exception as e:
         rec["status"] = "error"
         rec["message"] = f"internal error: {type(e).__name__}: {e}"

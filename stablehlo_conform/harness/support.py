@@ -80,7 +80,7 @@ def describe_parse_error(error: ParseError, text: str | None) -> tuple[str, str]
 def unsupported_message(module: Module, error: ConformError) -> str:
     """An ``unsupported`` test's message: the op that stopped it and, on the
     same line, every other op of the module the engine cannot evaluate."""
-    others = [n for n in unsupported_ops([module]) if n not in str(error)]
+    others = [n for n in unsupported_ops([module]) if n.rpartition("@")[2] not in str(error)]
     return f"{error} (also unsupported here: {', '.join(others)})" if others else str(error)
 
 
