@@ -276,7 +276,8 @@ def function_pieces(text: str) -> list[tuple[str, str]]:
     around them kept), so each test parses or fails on its own. Empty when
     ``text`` holds fewer than two test functions."""
     spans = function_spans(text)
-    tests = [s for s in spans if s.is_test]
+    # a zero-argument function another one calls is a helper, not a test
+    tests = [s for s in spans if s.is_test and len(re.findall(rf"@{re.escape(s.name)}(?![\w$.\-])", text)) == 1]
     if len(tests) < 2:
         return []
     lines = text.split("\n")

@@ -282,3 +282,23 @@ def test_eval_and_run_by_op_name_unsupported_ops_first(tmp_path):
     assert r.stdout.splitlines()[0] == f"{p}: unsupported: stablehlo.custom_call @lapack_sgetrf_ffi, foo.bar"
     # the test's own record names every unsupported op in one line
     assert "also unsupported here: foo.bar" in r.stdout
+
+
+def test_function_pieces_keep_helpers():
+    text = """module {
+func.func @helper() -> tensor<i32> {
+  %c = stablehlo.constant dense<1> : tensor<i32>
+  return %c : tensor<i32>
+}
+func.func @t1() {
+  %x = call @helper() : () -> tensor<i32>
+  return
+}
+func.func @t2() {
+  return
+}
+}"""
+    pieces = dict(iree_format.function_pieces(text))
+    assert sorted(pieces) == ["t1", "t2"]  # @helper is called: not a test
+    assert "@helper()" in pieces["t2"] and "@t1" not in pieces["t2"]
+    assert all(p.count("\n") == text.count("\n") for p in pieces.values())

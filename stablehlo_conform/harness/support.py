@@ -122,6 +122,8 @@ def iree_programs(path: str, source: str, loaded: list[Module], out) -> bool:
     from .cases import base_record, test_ids
     from .iree_run import find_cases
 
+    if not loaded:
+        return False
     try:
         cases = find_cases(path, source, loaded)
     except ConformError as e:
