@@ -79,24 +79,15 @@ def _almost(op, actual, expected) -> tuple:
     return _record(op, mismatch_at(actual, expected, ~ok), extra)
 
 
-@kernel("check.iree_expect_eq")
-def expect_eq(op, actual, expected):
-    return _bitwise(op, actual, expected)
+def _register(name: str, check) -> None:
+    """``check.iree_<name>`` (two operands) and ``check.iree_<name>_const``
+    (one operand and a ``value`` attribute)."""
+    kernel(f"check.iree_{name}")(lambda op, actual, expected: check(op, actual, expected))
+    kernel(f"check.iree_{name}_const")(lambda op, actual: check(op, actual, op.attr("value")))
 
 
-@kernel("check.iree_expect_eq_const")
-def expect_eq_const(op, actual):
-    return _bitwise(op, actual, op.attr("value"))
-
-
-@kernel("check.iree_expect_almost_eq")
-def expect_almost_eq(op, actual, expected):
-    return _almost(op, actual, expected)
-
-
-@kernel("check.iree_expect_almost_eq_const")
-def expect_almost_eq_const(op, actual):
-    return _almost(op, actual, op.attr("value"))
+_register("expect_eq", _bitwise)
+_register("expect_almost_eq", _almost)
 
 
 def _truth(op, value, want: bool) -> tuple:
@@ -109,14 +100,8 @@ def _truth(op, value, want: bool) -> tuple:
     return ()
 
 
-@kernel("check.iree_expect_true")
-def expect_true(op, value):
-    return _truth(op, value, True)
-
-
-@kernel("check.iree_expect_false")
-def expect_false(op, value):
-    return _truth(op, value, False)
+kernel("check.iree_expect_true")(lambda op, value: _truth(op, value, True))
+kernel("check.iree_expect_false")(lambda op, value: _truth(op, value, False))
 
 
 @kernel("check.iree_expect_all_true")
