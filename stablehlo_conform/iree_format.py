@@ -8,8 +8,9 @@ IREE's own dialects, none of which jaxlib's context knows:
   ``stablehlo.optimization_barrier`` (still a constant's value, but one no
   backend may fold into its users); a scalar becomes ``arith.constant``.
 - ``flow.tensor.dynamic_constant ATTR : T -> D`` — a static constant seen
-  through a dynamic type: the same constant and barrier, then ``tensor.cast``
-  to ``D``.
+  through a dynamic type: the same constant and barrier, then
+  ``stablehlo.dynamic_reshape`` to ``D`` with the constant's shape (which
+  backends that need static shapes can refine).
 - ``util.optimization_barrier %a, ... : T, ...`` — ``stablehlo.optimization_barrier``
   when every operand is a tensor, else the generic form of the same op (an
   identity kernel).
@@ -176,7 +177,11 @@ class _Rewriter:
         out = f"{c} = stablehlo.constant {value} : {ty}  "
         if dynamic is None:
             return out + f"{lhs} stablehlo.optimization_barrier {c} : {ty}"
-        return out + f"{b} = stablehlo.optimization_barrier {c} : {ty}  {lhs} tensor.cast {b} : {ty} to {dynamic}"
+        dims = re.findall(r"(\d+)x", ty[len("tensor<"):])
+        shape = f"dense<[{', '.join(dims)}]> : tensor<{len(dims)}xi64>"
+        s = self.temp()
+        return out + (f"{b} = stablehlo.optimization_barrier {c} : {ty}  {s} = stablehlo.constant {shape}  "
+                      f"{lhs} stablehlo.dynamic_reshape {b}, {s} : ({ty}, tensor<{len(dims)}xi64>) -> {dynamic}")
 
     def barrier(self, lhs: str, rest: str) -> str | None:
         cut = _last_colon(rest)
