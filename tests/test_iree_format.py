@@ -83,7 +83,7 @@ def test_tensor_programs_run_on_xla(tmp_path):
     status = {x["function"]: x["status"] for x in doc["results"]}
     for name in ("expect_eq_bitwise_nan", "expect_almost_eq_const_atol_rtol", "expect_almost_eq_opposite_signs",
                  "expect_all_true", "both_check_syntaxes", "unfoldable_tensor", "dynamic_constant",
-                 "dynamic_constant_2d", "main", "dynamic_abs"):
+                 "dynamic_constant_2d", "dynamic_constant_into_static_result", "main", "dynamic_abs"):
         assert status[name] == "pass", (name, doc["results"])
     assert set(status.values()) <= {"pass", "unsupported"}, r.stdout
 

@@ -46,3 +46,19 @@ func.func @dynamic_constant_2d() {
   check.expect_eq_const(%r, dense<[6, 15]> : tensor<2xi32>) : tensor<?xi32>
   return
 }
+
+func.func @dynamic_constant_into_static_result() {
+  // dynamic operands, a static result: backends needing static shapes refine the program
+  %base = util.unfoldable_constant dense<1> : tensor<5xi32>
+  %idx = flow.tensor.dynamic_constant dense<[[1], [3]]> : tensor<2x1xi32> -> tensor<?x1xi32>
+  %upd = flow.tensor.dynamic_constant dense<[10, 30]> : tensor<2xi32> -> tensor<?xi32>
+  %0 = "stablehlo.scatter"(%base, %idx, %upd) ({
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+    %s = stablehlo.add %a, %b : tensor<i32>
+    stablehlo.return %s : tensor<i32>
+  }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0],
+        scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}
+     : (tensor<5xi32>, tensor<?x1xi32>, tensor<?xi32>) -> tensor<5xi32>
+  check.expect_eq_const(%0, dense<[1, 11, 1, 31, 1]> : tensor<5xi32>) : tensor<5xi32>
+  return
+}

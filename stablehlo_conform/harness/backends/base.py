@@ -461,6 +461,13 @@ def is_check(op) -> bool:
     return op.name == "stablehlo.custom_call" and target.startswith("check.")
 
 
+def _dynamic_inside(func: Func) -> bool:
+    """Whether an op of ``func``'s body has a dynamically shaped result (a
+    static program seen through dynamic types, which needs refining)."""
+    return any(isinstance(t, T.TensorType) and not t.is_static
+               for op in walk_ops(func.body) for t in op.result_types)
+
+
 class NativeBackend(Backend):
     """A backend that runs MLIR text; subclasses implement :meth:`execute`.
 
@@ -508,7 +515,7 @@ class NativeBackend(Backend):
         if len(args) != len(func.param_types):
             raise ConformError(f"@{func.name} takes {len(func.param_types)} arguments, got {len(args)}")
         dynamic = any(isinstance(t, T.TensorType) and not t.is_static
-                      for t in (*func.param_types, *result_types))
+                      for t in (*func.param_types, *result_types)) or _dynamic_inside(func)
         declared: dict[int, Any] = {}
         consts: dict[int, str] = {}
         params: list[Wire | None] = []
