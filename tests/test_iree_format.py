@@ -54,7 +54,7 @@ def test_project_testsuite_passes(tmp_path):
     names = {x["function"] for x in doc["results"]}
     assert {"expect_eq_const", "expect_almost_eq_opposite_signs", "expect_all_true", "both_check_syntaxes",
             "dynamic_constant", "dynamic_constant_size", "dynamic_constant_2d", "optimization_barrier", "main",
-            "dynamic_abs",
+            "dynamic_abs", "roots",
             "select_scalar"} <= names
     assert all(x["status"] == "pass" for x in doc["results"])
     assert sum(x["checks"] for x in doc["results"] if x["function"] == "both_check_syntaxes") == 4
@@ -164,6 +164,19 @@ def test_run_lines_and_functions():
     (r,) = iree_run.find_runs((SUITE / "run_mlir.mlir").read_text())
     assert r.functions == () and r.inputs == ("2x3xf32=[1 -2 3][4 -5.5 6]", "f32=0.5")
     assert iree_run.find_runs("// RUN: not iree-run-mlir %s\n") == []
+    (r,) = iree_run.find_runs((SUITE / "run_mlir_all_functions.mlir").read_text())  # two RUN lines, one run
+    assert r.functions == () and r.inputs == ("4xf32=[1 4 9 16]",)
+
+
+def test_checks_of_every_chunk_are_matched(tmp_path):
+    src = (SUITE / "run_mlir_all_functions.mlir").read_text()
+    assert "[9 16]" in src
+    p = tmp_path / "wrong.mlir"
+    p.write_text(src.replace("[9 16]", "[9 17]"))
+    (rec,) = _records(p).values()
+    assert rec["status"] == "fail" and rec["function"] == "roots"
+    assert "[9 17]' not found in output; output from line 4:\nEXEC @reshaped" in rec["message"]
+    assert "2x2xf32=[1 4][9 16]" in rec["message"]
 
 
 def test_failing_run_program_shows_output():
@@ -272,7 +285,7 @@ def test_ops_will_it_run(tmp_path):
     (tmp_path / "uns.mlir").write_text(UNSUPPORTED_PROGRAM)
     r = _conform("ops", str(SUITE))
     assert r.returncode == 0, r.stdout
-    assert "5 files: 5 will run, 0 need unsupported ops, 0 do not load" in r.stdout
+    assert "6 files: 6 will run, 0 need unsupported ops, 0 do not load" in r.stdout
     assert f"OK          {SUITE / 'checks.mlir'}: 10 tests" in r.stdout
     r = _conform("ops", str(tmp_path), str(DATA / "failing.mlir"))
     assert r.returncode == 1

@@ -178,7 +178,7 @@ def enumerate_file(path: str) -> FileCases:
     source = chunks[0].text if chunks and chunks[0].text is not None else ""
     from .support import iree_programs
 
-    if iree_programs(path, source, loaded, out):
+    if iree_programs(path, "\n".join(c.text for c in chunks if c.text), loaded, out):
         return out
     if found or out.errors or not loaded:
         return out

@@ -59,24 +59,23 @@ class IreeCase:
     """A program test: the functions one RUN line runs and its CHECK lines."""
 
     func: Func  # the first function run (names the test)
-    funcs: tuple[Func, ...]
+    funcs: tuple[tuple[Module, Func], ...]  # every function run, with its module
     run: IreeRun
     checks: tuple[tuple[str, str], ...]
     base: str  # the program's folder (for @file.npy inputs)
     kind: str = "iree"
 
-    def execute(self, backend, mod: Module, opts) -> dict:
+    def execute(self, backend, _mod: Module, opts) -> dict:
         """Run every function of the case; a partial result record."""
         parts = []
-        for f in self.funcs:
+        for mod, f in self.funcs:
             args = arguments(f, self.run.inputs, self.base)
             outputs = backend.run_function(mod, f.name, args, opts)
             parts.append(format_output(f.name, outputs, f.result_types))
         output = "\n".join(parts)
         why = filecheck(output, self.checks)
         if why:
-            shown = "\n".join(output.splitlines()[:8])
-            return {"status": "fail", "message": f"{why}\noutput:\n{shown}", "checks": len(self.checks)}
+            return {"status": "fail", "message": why, "checks": len(self.checks)}
         return {"status": "pass", "message": "", "checks": len(self.checks)}
 
 
@@ -114,18 +113,25 @@ def find_runs(source: str) -> list[IreeRun]:
                 words = shlex.split(stage)
             except ValueError:
                 words = stage.split()
-            if not words or words[0] not in TOOLS:
+            if not words or words[0].lstrip("(") not in TOOLS:
                 continue  # another tool, or `not iree-run-...` (the tool is expected to fail)
             functions: list[str] = []
             inputs: list[str] = []
             for k, w in enumerate(words):
-                for flag, into in (("--function", functions), ("--input", inputs)):
-                    if w.startswith(flag + "="):
-                        into.append(w.split("=", 1)[1])
-                    elif w == flag and k + 1 < len(words):
-                        into.append(words[k + 1])
-            runs.append(IreeRun(command, tuple(f.lstrip("@") for f in functions), tuple(inputs),
-                                _prefixes(command), line))
+                flag, eq, value = w.partition("=")
+                if not eq and k + 1 < len(words) and not words[k + 1].startswith("-"):
+                    value = words[k + 1]
+                flag = flag.lstrip("-").replace("-", "_")
+                if flag == "function" and value:
+                    functions.append(value)
+                elif flag in ("input", "function_input") and value:
+                    inputs.append(value)
+                elif flag == "input_values" and value:  # an older spelling: one value a line
+                    inputs += [v for v in value.replace("\\n", "\n").splitlines() if v.strip()]
+            run = IreeRun(command, tuple(f.lstrip("@") for f in functions), tuple(inputs), _prefixes(command), line)
+            if not any((r.functions, r.inputs, r.prefixes) == (run.functions, run.inputs, run.prefixes)
+                       for r in runs):  # the same run for another device: once
+                runs.append(run)
     return runs
 
 
@@ -159,14 +165,25 @@ def _literal(text: str) -> str:
 
 
 def filecheck(output: str, checks: tuple[tuple[str, str], ...]) -> str | None:
-    """None when ``output`` satisfies the checks, else why not."""
+    """None when ``output`` satisfies the checks, else why not (with the
+    output from the line where the failing check searched)."""
+    why = _filecheck(output, checks)
+    if why is None:
+        return None
+    message, cur = why
+    first = output.count("\n", 0, cur)
+    shown = output.split("\n")[first:first + 6]
+    return f"{message}; output from line {first + 1}:\n" + "\n".join(shown)
+
+
+def _filecheck(output: str, checks: tuple[tuple[str, str], ...]) -> tuple[str, int] | None:
     cur = 0
     nots: list[tuple[str, re.Pattern]] = []
 
-    def clean_gap(end: int) -> str | None:
+    def clean_gap(end: int) -> tuple[str, int] | None:
         for pat, rx in nots:
             if rx.search(output, cur, end):
-                return f"CHECK-NOT: {pat!r} found in output"
+                return f"CHECK-NOT: {pat!r} found in output", cur
         nots.clear()
         return None
 
@@ -178,19 +195,19 @@ def filecheck(output: str, checks: tuple[tuple[str, str], ...]) -> str | None:
         if directive in ("NEXT", "SAME"):
             nl = output.find("\n", cur) if directive == "NEXT" else cur - 1
             if directive == "NEXT" and nl < 0:
-                return f"CHECK-NEXT: {pat!r}: no next line in output"
+                return f"CHECK-NEXT: {pat!r}: no next line in output", cur
             line_end = output.find("\n", nl + 1)
             start = nl + 1 if directive == "NEXT" else cur
             m = rx.search(output, start, len(output) if line_end < 0 else line_end)
             if m is None:
                 got = output[nl + 1: None if line_end < 0 else line_end]
-                return f"CHECK-{directive}: {pat!r} not on the {'next' if directive == 'NEXT' else 'same'} line " \
-                       f"(got {got!r})"
+                return (f"CHECK-{directive}: {pat!r} not on the {'next' if directive == 'NEXT' else 'same'} line "
+                        f"(got {got!r})", cur)
         else:
             m = rx.search(output, cur)
             if m is None:
                 name = f"CHECK-{directive}" if directive else "CHECK"
-                return f"{name}: {pat!r} not found in output"
+                return f"{name}: {pat!r} not found in output", cur
         why = clean_gap(m.start())
         if why:
             return why
@@ -208,27 +225,30 @@ def find_cases(path: str, source: str, modules: list[Module]) -> list[tuple[Modu
     out: list[tuple[Module, IreeCase]] = []
     for run in find_runs(source):
         checks = check_lines(source, run.prefixes)
-        names = list(run.functions) or [
-            p.split("@", 1)[1].split()[0] for d, p in checks if d == "LABEL" and re.match(r"\s*EXEC @", p)]
-        mod, funcs = _functions(modules, names)
-        if mod is None or not funcs:
+        names = list(run.functions) or list(dict.fromkeys(
+            m.group(1) for _d, p in checks if (m := re.match(r"\s*EXEC @([\w$.\-]+)", p))))
+        funcs = _functions(modules, names)
+        if not funcs:
             raise ConformError(f"{path}:{run.line}: no function to run for RUN line "
                                f"({', '.join('@' + n for n in names) or 'no @main and no public function'})")
-        out.append((mod, IreeCase(funcs[0], tuple(funcs), run, checks, str(Path(path).parent))))
+        out.append((funcs[0][0], IreeCase(funcs[0][1], tuple(funcs), run, checks, str(Path(path).parent))))
     return out
 
 
-def _functions(modules: list[Module], names: list[str]) -> tuple[Module | None, list[Func]]:
+def _functions(modules: list[Module], names: list[str]) -> list[tuple[Module, Func]]:
+    """The named functions (each from the chunk that defines it), else
+    ``@main`` or the first public function."""
+    if names:
+        where = {n: m for m in reversed(modules) for n in m.funcs}
+        if any(n not in where for n in names):
+            return []
+        return [(where[n], where[n].funcs[n]) for n in names]
     for mod in modules:
-        if names:
-            if all(n in mod.funcs for n in names):
-                return mod, [mod.funcs[n] for n in names]
-            continue
         public = [f for f in mod.funcs.values() if f.visibility != "private"]
         entry = mod.funcs.get("main") or (public[0] if public else None)
         if entry is not None:
-            return mod, [entry]
-    return None, []
+            return [(mod, entry)]
+    return []
 
 
 # --------------------------------------------------------------------------- #
