@@ -4,10 +4,12 @@ A file whose RUN lines call ``iree-run-mlir`` or ``iree-run-module`` is run
 the way those tools run it, and its ``CHECK`` lines are matched against the
 output printed the way they print it:
 
-- ``--function=NAME`` picks the function; without it, the functions named by
-  ``CHECK-LABEL: EXEC @NAME`` lines run in that order, else ``@main`` (or the
-  first public function).
-- ``--input=SPEC`` gives the arguments in order. ``SPEC`` is
+- ``--function=NAME`` picks the function; without it, the functions the
+  check lines name (``CHECK-LABEL: EXEC @NAME``) run in that order, each from
+  the chunk that defines it, else ``@main`` (or the first public function).
+  RUN lines that differ only in device or compiler flags are one run.
+- ``--input=SPEC`` (also the older ``--function_input=`` and
+  ``--input_values=`` with one value a line) gives the arguments in order. ``SPEC`` is
   ``[DxDx...x]TYPE=VALUES`` (``2x3xf32=1 2 3 4 5 6``, ``2x3xf32=[1 2 3][4 5 6]``,
   ``2x3xf32=[[1, 2, 3], [4, 5, 6]]``: separators are blanks, commas and
   brackets; one value fills the whole tensor; no value gives zeros),
