@@ -473,6 +473,27 @@ def known_dialect(name: str) -> bool:
         return False
 
 
+def op_names(chunk: Chunk) -> list[tuple[str, str | None]]:
+    """``(op name, custom-call target or None)`` of every op of a chunk,
+    parsed and verified but not lowered (a quick look at what it needs)."""
+    mod = parse_chunk(chunk)
+    out: list[tuple[str, str | None]] = []
+
+    def walk(op) -> None:
+        for r in op.regions:
+            for b in r.blocks:
+                for o in b.operations:
+                    o = o.operation
+                    target = None
+                    if o.name == "stablehlo.custom_call" and "call_target_name" in o.attributes:
+                        target = str(o.attributes["call_target_name"]).strip('"')
+                    out.append((o.name, target))
+                    walk(o)
+
+    walk(mod.operation)
+    return out
+
+
 # --------------------------------------------------------------------------- #
 # Lowering to program objects
 # --------------------------------------------------------------------------- #

@@ -23,28 +23,33 @@ def _all_modules(modules: Iterable[Module]) -> Iterable[Module]:
         yield from _all_modules(m.nested.values())
 
 
-def unsupported_ops(modules: Iterable[Module]) -> list[str]:
-    """Op names without a kernel and ``stablehlo.custom_call @target``s
-    without a registered target, in program order."""
+def missing(ops: Iterable[tuple[str, str | None]]) -> list[str]:
+    """Of ``(op name, custom-call target)`` pairs: the op names without a
+    kernel and ``stablehlo.custom_call @target`` for targets without one,
+    in order, each once."""
     from ..engine import TERMINATORS
     from ..kernels.custom_call import TARGETS
     from ..kernels.registry import load_all
 
     reg = load_all()
-    engine_ops = TERMINATORS | {"func.call", "cf.br", "cf.cond_br", "cf.switch"}
+    engine_ops = TERMINATORS | {"func.call", "cf.br", "cf.cond_br", "cf.switch", "func.func", "builtin.module"}
     out: dict[str, None] = {}
-    for mod in _all_modules(modules):
-        for f in mod.funcs.values():
-            for op in walk_ops(f.body):
-                if op.name in engine_ops:
-                    continue
-                if op.name == "stablehlo.custom_call":
-                    target = op.attrs.get("call_target_name")
-                    if target not in TARGETS:
-                        out[f"stablehlo.custom_call @{target}"] = None
-                elif op.name not in reg:
-                    out[op.name] = None
+    for name, target in ops:
+        if name in engine_ops:
+            continue
+        if name == "stablehlo.custom_call":
+            if target not in TARGETS:
+                out[f"stablehlo.custom_call @{target}"] = None
+        elif name not in reg:
+            out[name] = None
     return list(out)
+
+
+def unsupported_ops(modules: Iterable[Module]) -> list[str]:
+    """Op names without a kernel and ``stablehlo.custom_call @target``s
+    without a registered target, in program order."""
+    return missing((op.name, op.attrs.get("call_target_name") if op.name == "stablehlo.custom_call" else None)
+                   for mod in _all_modules(modules) for f in mod.funcs.values() for op in walk_ops(f.body))
 
 
 def unknown_dialect_ops(text: str) -> list[str]:
@@ -162,13 +167,23 @@ def file_report(path: str) -> list[tuple[str, str, str]]:
 def unsupported_lines(files: Iterable[str]) -> Iterable[str]:
     """One line per file that needs ops, targets or dialects without a
     kernel, naming them (files that load and need nothing print nothing)."""
-    from .cases import enumerate_file
+    from .. import frontend
 
     for f in files:
-        cases = enumerate_file(f)
-        names = unsupported_ops(cases.modules)
-        for rec in cases.errors:
-            first = (rec["message"] or "").splitlines()[0] if rec["status"] == "unsupported" else ""
-            names += [n for n in first.partition(": ")[2].split(", ") if n and n not in names]
+        ops: list[tuple[str, str | None]] = []
+        try:
+            chunks = frontend.read_chunks(f)
+        except OSError:
+            continue
+        for c in chunks:
+            try:
+                ops += frontend.op_names(c)
+            except ParseError as e:
+                status, message = describe_parse_error(e, c.text)
+                if status == "unsupported":
+                    ops += [(n, None) for n in message.splitlines()[0].partition(": ")[2].split(", ")]
+            except Exception:
+                continue  # not loadable at all: the run reports it
+        names = missing(ops)
         if names:
             yield f"{f}: unsupported: {', '.join(names)}"
