@@ -329,3 +329,17 @@ func.func @t2() {
     assert sorted(pieces) == ["t1", "t2"]  # @helper is called: not a test
     assert "@helper()" in pieces["t2"] and "@t1" not in pieces["t2"]
     assert all(p.count("\n") == text.count("\n") for p in pieces.values())
+
+
+def test_npy_input_and_separate_flag_values(tmp_path):
+    np.save(tmp_path / "x.npy", np.array([[1.0, -2.0]], np.float32))
+    (tmp_path / "p.mlir").write_text(
+        "// RUN: iree-run-module --module=- --function main --input @x.npy --input i32=3 | FileCheck %s\n"
+        "func.func @main(%x: tensor<1x2xf32>, %n: tensor<i32>) -> (tensor<1x2xf32>, tensor<i32>) {\n"
+        "  %a = stablehlo.abs %x : tensor<1x2xf32>\n"
+        "  %m = stablehlo.multiply %n, %n : tensor<i32>\n"
+        "  return %a, %m : tensor<1x2xf32>, tensor<i32>\n}\n"
+        "// CHECK: 1x2xf32=[1 2]\n// CHECK: i32=9\n")
+    (rec,) = _records(tmp_path / "p.mlir").values()
+    assert rec["status"] == "pass", rec["message"]
+    assert rec["checks"] == 2
