@@ -223,7 +223,8 @@ def test_filecheck_directives():
 
 PRINT_PROGRAM = """
 func.func @f() -> (tensor<2x3xf32>, tensor<f32>, tensor<3xui8>, tensor<2xi64>, tensor<2xbf16>, tensor<3xi1>,
-                   tensor<4xf32>, tensor<0xf32>, tensor<2x0xf32>, tensor<2x2x2xi8>, tensor<2xf16>, tensor<2xf64>) {
+                   tensor<4xf32>, tensor<0xf32>, tensor<2x0xf32>, tensor<2x2x2xi8>, tensor<2xf16>, tensor<2xf64>,
+                   tensor<2xcomplex<f32>>, i32, f32) {
   %a = stablehlo.constant dense<[[1.0, -2.5, 3.25], [4.0e-7, 5.0e20, 123456.789]]> : tensor<2x3xf32>
   %b = stablehlo.constant dense<0.1> : tensor<f32>
   %c = stablehlo.constant dense<[1, 200, 255]> : tensor<3xui8>
@@ -236,9 +237,12 @@ func.func @f() -> (tensor<2x3xf32>, tensor<f32>, tensor<3xui8>, tensor<2xi64>, t
   %j = stablehlo.constant dense<[[[1, 2], [3, 4]], [[5, 6], [7, -8]]]> : tensor<2x2x2xi8>
   %k = stablehlo.constant dense<[0.1, 1.5]> : tensor<2xf16>
   %l = stablehlo.constant dense<[0.1, 123456789.125]> : tensor<2xf64>
-  return %a, %b, %c, %d, %e, %f, %g, %h, %i, %j, %k, %l : tensor<2x3xf32>, tensor<f32>, tensor<3xui8>,
+  %m = stablehlo.constant dense<[(1.0, 2.0), (3.5, -4.0)]> : tensor<2xcomplex<f32>>
+  %n = arith.constant -7 : i32
+  %o = arith.constant 2.5 : f32
+  return %a, %b, %c, %d, %e, %f, %g, %h, %i, %j, %k, %l, %m, %n, %o : tensor<2x3xf32>, tensor<f32>, tensor<3xui8>,
       tensor<2xi64>, tensor<2xbf16>, tensor<3xi1>, tensor<4xf32>, tensor<0xf32>, tensor<2x0xf32>, tensor<2x2x2xi8>,
-      tensor<2xf16>, tensor<2xf64>
+      tensor<2xf16>, tensor<2xf64>, tensor<2xcomplex<f32>>, i32, f32
 }
 """
 
