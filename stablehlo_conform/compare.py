@@ -143,7 +143,6 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0
         return Mismatch((), f"shape {actual.shape}", f"shape {expected.shape}", None, 1, 1)
     if actual.dtype != expected.dtype:
         return Mismatch((), f"dtype {actual.dtype}", f"dtype {expected.dtype}", None, 1, 1)
-    total = actual.size
     ulp = None
     if is_float_dtype(actual.dtype):
         if exact_bits:
@@ -161,8 +160,16 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0
                 bad = ~ok
     else:
         bad = actual != expected
+    return mismatch_at(actual, expected, bad, ulp)
+
+
+def mismatch_at(actual: np.ndarray, expected: np.ndarray, bad: np.ndarray,
+                ulp: np.ndarray | None = None) -> Mismatch | None:
+    """None when no element of ``bad`` is set, else the first mismatch with
+    both values, the count and (for floats) the largest differences."""
     if not np.any(bad):
         return None
+    total = actual.size
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     m = Mismatch(idx, _scalar(actual[idx]), _scalar(expected[idx]),
                  int(ulp[idx]) if ulp is not None and ulp[idx] != np.iinfo(np.uint64).max else None,

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import iree_format
 from . import types as T
 from .errors import ParseError
 from .program import (AttrRecord, AxisRef, Block, Func, Loc, Mesh, MeshAxesGroups, Module, Op, OpaqueAttr, Region,
@@ -352,6 +353,12 @@ def rewrite_check_sugar(text: str) -> str:
     return "\n".join(out)
 
 
+def _sugar_free(text: str) -> str:
+    """``text`` with IREE's test constructs and the check dialect's custom
+    syntax in forms the bindings' context parses."""
+    return rewrite_check_sugar(iree_format.rewrite(text))
+
+
 # --------------------------------------------------------------------------- #
 # Parsing
 # --------------------------------------------------------------------------- #
@@ -378,7 +385,7 @@ def parse_chunk(chunk: Chunk):
                 mod = _parse_binary(chunk.data, ctx)
             else:
                 # pad so that diagnostic line numbers are the file's own
-                text = "\n" * (chunk.line - 1) + rewrite_check_sugar(chunk.text or "")
+                text = "\n" * (chunk.line - 1) + _sugar_free(chunk.text or "")
                 mod = ir.Module.parse(text)
             return _verified(mod, chunk.path)
         except ir.MLIRError as e:
@@ -397,7 +404,7 @@ def _parse_iree(chunk: Chunk):
     """Parse and verify a chunk with quantized types in IREE's context."""
     st = _iree_state
     ir = st["ir"]
-    text = "\n" * (chunk.line - 1) + rewrite_check_sugar(chunk.text or "")
+    text = "\n" * (chunk.line - 1) + _sugar_free(chunk.text or "")
     text = _IREE_CHECK_RE.sub('"' + _IREE_CHECK, text)
     with st["ctx"]:
         try:
@@ -461,7 +468,7 @@ def to_bytecode(text: str) -> bytes:
 
     st = _bindings()
     with st["ctx"]:
-        mod = st["ir"].Module.parse(rewrite_check_sugar(text))
+        mod = st["ir"].Module.parse(_sugar_free(text))
         buf = io.BytesIO()
         mod.operation.write_bytecode(buf)
         return buf.getvalue()
@@ -484,6 +491,37 @@ def registered_ops(dialect: str) -> list[str]:
         if isinstance(n, str) and n.startswith(dialect + "."):
             names.add(n)
     return sorted(names)
+
+
+def known_dialect(name: str) -> bool:
+    """Whether the bindings' context knows dialect ``name``."""
+    st = _bindings()
+    try:
+        st["ctx"].dialects[name]
+        return True
+    except Exception:
+        return False
+
+
+def op_names(chunk: Chunk) -> list[tuple[str, str | None]]:
+    """``(op name, custom-call target or None)`` of every op of a chunk,
+    parsed and verified but not lowered (a quick look at what it needs)."""
+    mod = parse_chunk(chunk)
+    out: list[tuple[str, str | None]] = []
+
+    def walk(op) -> None:
+        for r in op.regions:
+            for b in r.blocks:
+                for o in b.operations:
+                    o = o.operation
+                    target = None
+                    if o.name == "stablehlo.custom_call" and "call_target_name" in o.attributes:
+                        target = str(o.attributes["call_target_name"]).strip('"')
+                    out.append((o.name, target))
+                    walk(o)
+
+    walk(mod.operation)
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -793,7 +831,7 @@ def lower_module(mod, chunk: Chunk) -> Module:
     with st["ctx"]:
         low = _Lowerer(chunk.path, st)
         m = low.module(mod.operation, chunk.line)
-        m.text = str(mod) if chunk.data is not None else rewrite_check_sugar(chunk.text or "")
+        m.text = str(mod) if chunk.data is not None else _sugar_free(chunk.text or "")
         return m
 
 
@@ -836,7 +874,7 @@ def prepare_entry(text: str, entry: str, strip_checks: bool = False) -> tuple[st
     ir = st["ir"]
     checks: list[tuple[str, int]] = []
     with st["ctx"], ir.Location.unknown():
-        mod = ir.Module.parse(rewrite_check_sugar(text))
+        mod = ir.Module.parse(_sugar_free(text))
         body = mod.body
         funcs = {ir.StringAttr(o.attributes["sym_name"]).value: o.operation
                  for o in body.operations if o.operation.name == "func.func"}
@@ -916,7 +954,7 @@ def op_texts(text: str) -> list[str]:
     ir = st["ir"]
     out: list[str] = []
     with st["ctx"]:
-        mod = ir.Module.parse(rewrite_check_sugar(text))
+        mod = ir.Module.parse(_sugar_free(text))
 
         def walk(op):
             for r in op.regions:

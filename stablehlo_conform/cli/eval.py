@@ -34,12 +34,23 @@ def _load(path: str):
     try:
         mods = load(path)
     except ParseError as e:
-        _fail("\n".join(e.diagnostics))
+        from ..harness.support import describe_parse_error
+
+        _fail(describe_parse_error(e, Path(path).read_text(errors="replace"))[1])
     except ConformError as e:
         _fail(str(e))
     if not mods:
         _fail(f"{path}: no module found")
     return mods[0]
+
+
+def _print_unsupported(module) -> None:
+    """The ops and custom-call targets the numpy engine cannot evaluate, in one line."""
+    from ..harness.support import unsupported_ops
+
+    missing = unsupported_ops([module])
+    if missing:
+        click.echo(f"unsupported: {', '.join(missing)}", err=True)
 
 
 def _entry(module, entry):
@@ -130,6 +141,8 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
     if backend not in available():
         _fail(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
     module = _load(program)
+    if backend == "numpy":
+        _print_unsupported(module)
     func = _entry(module, entry)
     args = _inputs(func, inputs_path, use_random, seed)
     opts = _Opts(timeout or None)

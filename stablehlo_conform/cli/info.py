@@ -6,10 +6,17 @@ import click
 
 
 @click.command()
+@click.argument("programs", nargs=-1, type=click.Path(exists=True))
 @click.option("--dialect", "dialects", multiple=True, default=("stablehlo", "chlo"), show_default=True)
 @click.option("--missing", is_flag=True, help="Only ops without a kernel.")
-def ops(dialects, missing):
-    """List the ops the bindings register, with kernel yes/no."""
+def ops(programs, dialects, missing):
+    """List the ops the bindings register, with kernel yes/no; with PROGRAMS
+    (files or folders), say for each program whether it will run: the ops,
+    custom-call targets and dialects it needs that have no kernel (exit 1
+    when some program will not run)."""
+    if programs:
+        _will_it_run(programs)
+        return
     from .. import frontend
     from ..engine import TERMINATORS
     from ..kernels.registry import load_all
@@ -32,6 +39,25 @@ def ops(dialects, missing):
                 continue
             click.echo(f"{n:<45} {how}")
     click.echo(f"\n{have}/{total} ops have a kernel")
+
+
+def _will_it_run(programs) -> None:
+    import sys
+    from collections import Counter
+
+    from ..harness.cases import discover
+    from ..harness.support import file_report
+
+    files = discover(list(programs))
+    counts: Counter = Counter()
+    for f in files:
+        rows = file_report(f)
+        for where, status, detail in rows:
+            click.echo(f"{status.upper():<12}{where}" + (f": {detail}" if detail else ""))
+        counts[max((r[1] for r in rows), key=("ok", "unsupported", "error").index, default="error")] += 1
+    click.echo(f"\n{len(files)} files: {counts['ok']} will run, {counts['unsupported']} need unsupported ops, "
+               f"{counts['error']} do not load")
+    sys.exit(0 if counts["ok"] == len(files) else 1)
 
 
 @click.command()

@@ -180,6 +180,11 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             else:
                 _print_result_line(rec)
 
+    if by_op:
+        from ..harness.support import unsupported_lines
+
+        for line in unsupported_lines(files):
+            click.echo(line)
     t0 = time.monotonic()
     runner = Runner(opts, jobs=jobs, on_result=on_result)
     interrupted = None

@@ -145,6 +145,7 @@ class FileCases:
     errors: list[dict] = field(default_factory=list)
     tests: list[tuple[str, Module, Func]] = field(default_factory=list)
     programs: list[tuple[str, Module, Any]] = field(default_factory=list)
+    modules: list[Module] = field(default_factory=list)  # every module that loaded
 
 
 def enumerate_file(path: str) -> FileCases:
@@ -167,9 +168,12 @@ def enumerate_file(path: str) -> FileCases:
         try:
             mod = frontend.lower_module(frontend.parse_chunk(c), c)
         except ParseError as e:
-            rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
-            rec["message"] = "\n".join(e.diagnostics)
-            out.errors.append(rec)
+            from .support import load_functions
+
+            mods, recs = load_functions(path, c, e)
+            loaded.extend(mods)
+            found.extend((m, f) for m in mods for f in m.tests())
+            out.errors.extend(recs)
             continue
         except Exception as e:  # bindings or lowering bug: report, go on
             rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
@@ -179,6 +183,11 @@ def enumerate_file(path: str) -> FileCases:
         loaded.append(mod)
         found.extend((mod, f) for f in mod.tests())
     out.tests = [(tid, m, f) for tid, (m, f) in zip(test_ids(path, found), found)]
+    out.modules = loaded
+    from .support import iree_programs
+
+    if iree_programs(path, "\n".join(c.text for c in chunks if c.text), loaded, out):
+        return out
     if found or out.errors:
         return out
     if loaded:
@@ -243,10 +252,12 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
     try:
         backend = get_backend(opts.backend)
         size = None
-        if case.kind == "args":
+        if case.kind == "iree":
+            rec.update(case.execute(backend, mod, opts))
+        elif case.kind == "args":
             args = list(frontend.parse_attribute(case.args_text, mod.source))
             outputs = backend.run_function(mod, func.name, args, opts)
-        else:
+        elif case.kind == "generated":
             # a size some programs cannot take (a slice past the end): try others
             attempts = [(n, zeros) for zeros in (False, True) for n in PROGRAM_SIZES]
             for i, (size, zeros) in enumerate(attempts):
@@ -260,13 +271,15 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
         if case.kind == "args":
             why = filecheck(format_results(outputs, func.result_types), case.checks)
             rec.update(status="fail" if why else "pass", message=why or "", checks=len(case.checks))
-        else:
+        elif case.kind == "generated":
             rec.update(status="pass", checks=0,
                        message=f"ran on generated inputs (dynamic sizes = {size}"
                        f"{', integer tensors zero' if zeros else ''}); no expected values in the program")
     except ConformError as e:
+        from .support import unsupported_message
+
         rec["status"] = e.status
-        rec["message"] = str(e)
+        rec["message"] = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
     except Exception as e:
         rec["status"] = "error"
         rec["message"] = f"internal error: {type(e).__name__}: {e}"
@@ -294,8 +307,10 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
                 rec["status"] = "fail"
                 rec["message"] = "backends disagree: " + "; ".join(cmp["disagreements"][:3])
     except ConformError as e:
+        from .support import unsupported_message
+
         rec["status"] = e.status
-        rec["message"] = str(e)
+        rec["message"] = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
     except Exception as e:  # a bug in the tool: keep the run going, say where
         rec["status"] = "error"
         tb = traceback.extract_tb(e.__traceback__)

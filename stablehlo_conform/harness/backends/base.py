@@ -494,6 +494,13 @@ def is_check(op) -> bool:
     return op.name == "stablehlo.custom_call" and target.startswith("check.")
 
 
+def _dynamic_inside(func: Func) -> bool:
+    """Whether an op of ``func``'s body has a dynamically shaped result (a
+    static program seen through dynamic types, which needs refining)."""
+    return any(isinstance(t, T.TensorType) and not t.is_static
+               for op in walk_ops(func.body) for t in op.result_types)
+
+
 class NativeBackend(Backend):
     """A backend that runs MLIR text; subclasses implement :meth:`execute`.
 
@@ -541,7 +548,7 @@ class NativeBackend(Backend):
         if len(args) != len(func.param_types):
             raise ConformError(f"@{func.name} takes {len(func.param_types)} arguments, got {len(args)}")
         dynamic = any(isinstance(t, T.TensorType) and not t.is_static
-                      for t in (*func.param_types, *result_types))
+                      for t in (*func.param_types, *result_types)) or _dynamic_inside(func)
         declared: dict[int, Any] = {}
         consts: dict[int, str] = {}
         params: list[Wire | None] = []
@@ -635,14 +642,14 @@ def evaluate_checks(module: Module, checks: list, values: list[list[np.ndarray]]
     from ...engine import Engine, OpContext
     from ...kernels import check as check_kernels
     from ...kernels.custom_call import custom_call
-    from ...kernels.registry import Registry
+    from ...kernels.registry import Registry, load_all
 
     eng = Engine(module, Registry())
     for op, vals in zip(checks, values):
         if op.name == "stablehlo.custom_call":
             fn = custom_call
         else:
-            fn = getattr(check_kernels, op.name.split(".", 1)[1], None)
+            fn = getattr(check_kernels, op.name.split(".", 1)[1], None) or load_all().lookup(op.name)
         if fn is None:
             raise UnsupportedOp(op.name, loc=str(op.loc))
         fn(OpContext(op, eng), *vals)
