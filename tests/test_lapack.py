@@ -3,7 +3,6 @@ carry, identity comparison, JAX's back-compat programs and jnp.linalg exports.""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -348,8 +347,6 @@ KNOWN = {
 
 
 def _known(case):
-    if re.search(r"^\s*sdy\.mesh @", case.data["mlir_module_text"], re.M):
-        return ("error", "sdy")  # the sdy dialect is read elsewhere
     return next((v for k, v in KNOWN.items() if case.name.startswith(k)), None)
 
 

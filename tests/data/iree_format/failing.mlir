@@ -79,7 +79,7 @@ func.func @does_not_parse() {
 
 func.func @unknown_dialect() {
   %x = util.unfoldable_constant dense<1> : tensor<i32>
-  %y = sdy.sharding_constraint %x <@mesh, []> : tensor<i32>
+  %y = annot.hint %x : tensor<i32>
   %z = mydialect.frob %y : tensor<i32>
   return
 }
