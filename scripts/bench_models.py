@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
-"""Model-level benchmark: realistic programs exported from JAX, timed per backend.
+"""Model-level benchmark: realistic programs exported from JAX, numpy engine vs XLA CPU.
 
-    python scripts/bench_models.py [--backends numpy,reference,xla] [--repeat 3]
+    python scripts/bench_models.py [--repeat 5] [--no-reference] [--only rnn_while,rfft_cumsum]
 
 Each program is exported with ``jax.jit(f).lower(...).as_text()`` and run on
-the same inputs by every backend; the time reported is the best of
-``--repeat`` runs of load + execute (for XLA: compile + run; for the reference
-interpreter: its evaluation, which runs in a child process). Results of every
-backend are compared with numpy's. Printed: a table of seconds per backend
-and the ratios reference/numpy and numpy/xla.
+the same inputs by this package's numpy engine and by XLA's CPU compiler,
+side by side in one process:
+
+- cold: numpy parses, lowers and runs the text (``load`` + ``Engine.call``);
+  XLA compiles the text and runs it (its executable cache emptied first).
+- warm: the already-loaded module (numpy) or the compiled executable (XLA)
+  run again on the same inputs, host arrays in and out for both.
+
+Every figure is the median of ``--repeat`` runs. The reference interpreter
+(a child process: ``stablehlo-translate --interpret``) runs each program once,
+cold, where it can. Results of XLA and the reference are compared with
+numpy's. The ratios printed are numpy/xla, cold and warm.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 
@@ -63,11 +71,17 @@ def _programs():
     def bf16_mlp(x, w1, w2):
         return (jax.nn.relu(x.astype(jnp.bfloat16) @ w1.astype(jnp.bfloat16)) @ w2.astype(jnp.bfloat16))
 
-    def int8_matmul(a, b):
-        return lax.dot(a, b, preferred_element_type=jnp.int32)
+    def int8_matmul(x, w, w_scale):
+        # symmetric int8 quantisation of the activations per row, int8 x int8
+        # products accumulated in int32, rescaled to f32
+        x_scale = jnp.max(jnp.abs(x), axis=-1, keepdims=True) / 127.0
+        xq = jnp.clip(jnp.round(x / x_scale), -127, 127).astype(jnp.int8)
+        acc = lax.dot(xq, w, preferred_element_type=jnp.int32)
+        return acc.astype(jnp.float32) * x_scale * w_scale
 
-    def rfft(x):
-        return jnp.fft.rfft(x, axis=-1)
+    def rfft_cumsum(x):
+        spec = jnp.abs(jnp.fft.rfft(x, axis=-1))
+        return jnp.cumsum(spec, axis=-1), lax.cummax(x, axis=1)
 
     return [
         ("mlp", mlp, (f32(64, 256), f32(256, 256), f32(256, 10))),
@@ -81,74 +95,97 @@ def _programs():
                                   f32(512, 64))),
         ("topk_sort", topk_sort, (f32(64, 1024),)),
         ("bf16_mlp", bf16_mlp, (f32(64, 256), f32(256, 256), f32(256, 10))),
-        ("int8_matmul", int8_matmul, (rng.integers(-128, 127, (256, 256)).astype(np.int8),
-                                      rng.integers(-128, 127, (256, 256)).astype(np.int8))),
-        ("rfft", rfft, (f32(64, 1024),)),
+        ("int8_matmul", int8_matmul, (f32(256, 256), rng.integers(-127, 128, (256, 256)).astype(np.int8),
+                                      np.float32(0.01) * np.ones((1, 256), np.float32))),
+        ("rfft_cumsum", rfft_cumsum, (f32(64, 1024),)),
     ]
 
 
-def _time(fn, repeat: int):
-    best = float("inf")
+def _median(fn, repeat: int):
+    times = []
     out = None
     for _ in range(repeat):
         t0 = time.perf_counter()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def _differs(out, expect) -> bool:
+    from stablehlo_conform.compare import compare
+
+    return any(compare(np.asarray(o), np.asarray(r), max_ulp=64, atol=1e-3) is not None
+               for o, r in zip(out, expect))
+
+
+def bench(name, text, inputs, repeat: int, reference: bool) -> dict:
+    from stablehlo_conform import load
+    from stablehlo_conform.engine import Engine
+    from stablehlo_conform.harness.backends import get_backend
+
+    row: dict = {"program": name}
+
+    def numpy_cold():
+        (mod,) = load(text)
+        return mod, Engine(mod).call("main", inputs)
+
+    row["np_cold"], (mod, out) = _median(numpy_cold, repeat)
+    row["np_warm"], _ = _median(lambda: Engine(mod).call("main", inputs), repeat)
+
+    xla = get_backend("xla")
+
+    def xla_cold():
+        xla._cache.clear()
+        return xla.execute(text, list(inputs))
+
+    try:
+        row["xla_cold"], xout = _median(xla_cold, repeat)
+        row["xla_warm"], _ = _median(lambda: xla.execute(text, list(inputs)), repeat)
+        row["xla_differs"] = _differs(xout, out)
+    except Exception as e:  # a program XLA cannot run
+        row["xla_cold"] = row["xla_warm"] = type(e).__name__
+    if reference:
+        try:
+            ref = get_backend("reference")
+            t0 = time.perf_counter()
+            rout = ref.execute(text, list(inputs))
+            row["ref"] = time.perf_counter() - t0
+            row["ref_differs"] = _differs(rout, out)
+        except Exception as e:
+            row["ref"] = type(e).__name__
+    return row
+
+
+def _cell(v, fmt="{:>10.2f}") -> str:
+    return fmt.format(v) if isinstance(v, float) else f"{str(v)[:9]:>10}"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backends", default="numpy,reference,xla")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated program names")
     args = ap.parse_args()
     import jax
 
-    from stablehlo_conform import load
-    from stablehlo_conform.compare import compare
-    from stablehlo_conform.harness.backends import get_backend
-
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    only = {s for s in args.only.split(",") if s}
     rows = []
     for name, f, inputs in _programs():
+        if only and name not in only:
+            continue
         text = jax.jit(f).lower(*inputs).as_text()
-        times: dict[str, float | str] = {}
-        ref_out = None
-        for b in backends:
-            try:
-                be = get_backend(b)
-
-                def once():
-                    (mod,) = load(text)
-                    return be.run_function(mod, "main", inputs)
-
-                t, out = _time(once, args.repeat if b != "reference" else 1)
-                times[b] = t
-                if b == "numpy":
-                    ref_out = out
-                elif ref_out is not None:
-                    bad = [compare(np.asarray(o), np.asarray(r), max_ulp=64, atol=1e-3)
-                           for o, r in zip(out, ref_out)]
-                    if any(m is not None for m in bad):
-                        times[b + "_mismatch"] = "differs"
-            except Exception as e:  # a backend that cannot run this program
-                times[b] = f"{type(e).__name__}"
-        rows.append((name, times))
-    print(f"{'program':<16}" + "".join(f"{b + ' s':>14}" for b in backends)
-          + f"{'ref/numpy':>11}{'numpy/xla':>11}")
-    for name, times in rows:
-        cells = []
-        for b in backends:
-            v = times.get(b)
-            cells.append(f"{v:>14.4f}" if isinstance(v, float) else f"{str(v)[:13]:>14}")
-        r = times.get("reference")
-        n = times.get("numpy")
-        x = times.get("xla")
-        ratio1 = f"{r / n:>11.1f}" if isinstance(r, float) and isinstance(n, float) else f"{'-':>11}"
-        ratio2 = f"{n / x:>11.2f}" if isinstance(x, float) and isinstance(n, float) else f"{'-':>11}"
-        flags = " (" + ", ".join(k for k in times if k.endswith("_mismatch")) + ")" if any(
-            k.endswith("_mismatch") for k in times) else ""
-        print(f"{name:<16}" + "".join(cells) + ratio1 + ratio2 + flags)
+        rows.append(bench(name, text, inputs, args.repeat, not args.no_reference))
+    print(f"median of {args.repeat} runs, milliseconds; ratios numpy/xla")
+    print(f"{'program':<16}{'np cold':>10}{'xla cold':>10}{'cold x':>10}{'np warm':>10}{'xla warm':>10}"
+          f"{'warm x':>10}{'reference':>10}")
+    for r in rows:
+        ms = {k: v * 1e3 if isinstance(v, float) else v for k, v in r.items()}
+        cold = r["np_cold"] / r["xla_cold"] if isinstance(r.get("xla_cold"), float) else "-"
+        warm = r["np_warm"] / r["xla_warm"] if isinstance(r.get("xla_warm"), float) else "-"
+        flags = [k for k in ("xla_differs", "ref_differs") if r.get(k)]
+        print(f"{r['program']:<16}" + _cell(ms["np_cold"]) + _cell(ms["xla_cold"]) + _cell(cold)
+              + _cell(ms["np_warm"]) + _cell(ms["xla_warm"]) + _cell(warm) + _cell(ms.get("ref", "-"))
+              + (f"  ({', '.join(flags)})" if flags else ""))
     return 0
 
 

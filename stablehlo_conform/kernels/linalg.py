@@ -5,7 +5,8 @@ See spec.md#dot_general, spec.md#convolution, spec.md#dynamic_conv,
 spec.md#cholesky, spec.md#triangular_solve, spec.md#batch_norm_training,
 spec.md#batch_norm_inference, spec.md#batch_norm_grad.
 
-Products go through one BLAS call (``np.matmul``); f32/f64 convolutions
+Products go through one BLAS call (``np.matmul``) on one BLAS thread (see
+``_blas_threads``); f32/f64 convolutions
 large enough gather and multiply their im2col matrix in cache-sized row
 blocks, one GEMM per block (see ``_conv_gemm_blocked``). Floating-point inputs
 narrower than f32 (f16, bf16, f8, ...) are computed in f32 and rounded once
@@ -21,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ._blas_threads import one_blas_thread
 from .reduction import cast_result, contiguous, pad_dilate
 from .registry import kernel
 
@@ -90,12 +92,13 @@ def matmul_exact(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
 
 def _blas(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b``; 2-D products through ``np.dot`` (a direct GEMM call, faster
-    than ``np.matmul`` for skinny shapes)."""
-    if a.ndim == 2 and b.ndim == 2:
-        return np.dot(a, b)
-    if a.ndim == 3 and a.shape[0] == 1 and b.ndim == 3:
-        return np.dot(a[0], b[0])[None]
-    return np.matmul(a, b)
+    than ``np.matmul`` for skinny shapes), on one BLAS thread."""
+    with one_blas_thread():
+        if a.ndim == 2 and b.ndim == 2:
+            return np.dot(a, b)
+        if a.ndim == 3 and a.shape[0] == 1 and b.ndim == 3:
+            return np.dot(a[0], b[0])[None]
+        return np.matmul(a, b)
 
 
 def finish(x: np.ndarray, out_dtype: np.dtype, bool_inputs: bool = False) -> np.ndarray:
@@ -285,14 +288,15 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
     bounds = list(zip(starts, starts[1:] + [row_dims[j]]))
     buf = np.empty((max(b - a for a, b in bounds) * inner, kc), dtype=cdt)
     r0 = 0
-    for prefix in np.ndindex(*row_dims[:j]):
-        for a, b in bounds:
-            blk = v[prefix + (slice(a, b),)]
-            k = (b - a) * inner
-            dst = buf[:k]
-            np.copyto(dst.reshape(blk.shape), blk)
-            np.dot(dst, wt, out=out[r0:r0 + k])
-            r0 += k
+    with one_blas_thread():
+        for prefix in np.ndindex(*row_dims[:j]):
+            for a, b in bounds:
+                blk = v[prefix + (slice(a, b),)]
+                k = (b - a) * inner
+                dst = buf[:k]
+                np.copyto(dst.reshape(blk.shape), blk)
+                np.dot(dst, wt, out=out[r0:r0 + k])
+                r0 += k
     return out
 
 

@@ -376,7 +376,12 @@ def reduce_window(op, *operands):
     if n == 1 and not quant:
         kind = simple_body(op)
         if kind is not None and inputs[0].dtype == out_dtypes[0]:
-            r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape, valid)
+            axis = prefix_axis(inputs[0].shape, wd, ws, bd, wdl, pad)
+            r = None
+            if axis is not None and n_out > 0:
+                r = prefix_scan(kind, inputs[0], axis, inits[0])
+            if r is None:
+                r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape, valid)
             if r is not None:
                 return (r,)
     body = op.region(0, lanes=True)
@@ -389,6 +394,60 @@ def reduce_window(op, *operands):
             new = [np.where(m, a, b) for a, b in zip(new, accs)]
         accs = new
     return tuple(contiguous(a).astype(d, copy=False) for a, d in zip(accs, out_dtypes))
+
+
+def prefix_axis(shape, wd, ws, bd, wdl, pad) -> int | None:
+    """The axis of a window that is a running (prefix) fold, else None.
+
+    That is the window ``jnp.cumsum``/``cumprod``/``cummax``/``cummin`` lower
+    to on CPU: along one axis of size ``n`` a window of ``n`` elements, low
+    padding ``n - 1``, no high padding, unit strides and dilations; every
+    other axis a window of one element without padding. Result element ``i``
+    along that axis folds input elements ``0..i``.
+    """
+    axis = None
+    for d, size in enumerate(shape):
+        if ws[d] != 1 or bd[d] != 1 or wdl[d] != 1 or pad[d, 1] != 0:
+            return None
+        if wd[d] == 1 and pad[d, 0] == 0:
+            continue
+        if axis is not None or size < 2 or wd[d] != size or pad[d, 0] != size - 1:
+            return None
+        axis = d
+    return axis
+
+
+def prefix_scan(kind, x: np.ndarray, axis: int, init):
+    """The running fold of a :func:`prefix_axis` window with a simple body
+    (None where :func:`_fast_window_fold` has no fast path either).
+
+    The same schedule as the window fold (padding skipped, the window's
+    elements in index order from ``init``, rounding into the element type
+    after every step): result ``i`` is ``(((init op x0) op x1) ... op xi)``,
+    which is ``ufunc.accumulate`` over ``init, x0, x1, ...`` (a strictly
+    sequential left fold), minus its first element. Integers are computed in
+    64 bits and wrapped once (wrapping commutes with ``+`` and ``*``); f16,
+    bf16 and f8 run the fold step by step along the axis with a rounding
+    into the element type after each step. O(n) instead of O(n * window).
+    """
+    dtype = x.dtype
+    cdt = _compute_dtype(dtype, kind)
+    if cdt is None or (dtype.kind == "c" and kind == "mul"):
+        return None
+    uf = ufunc_for(kind, cdt)
+    if uf is None:
+        return None
+    xm = np.moveaxis(x, axis, -1).astype(cdt, copy=False)
+    first = np.full(xm.shape[:-1] + (1,), np.asarray(init).astype(cdt), dtype=cdt)
+    if cdt != dtype and cdt.kind == "f":
+        acc = first[..., 0]
+        out = np.empty(xm.shape, dtype=cdt)
+        for i in range(xm.shape[-1]):
+            acc = uf(acc, xm[..., i]).astype(dtype).astype(cdt)
+            out[..., i] = acc
+    else:
+        out = uf.accumulate(np.concatenate([first, xm], axis=-1), axis=-1)[..., 1:]
+    return contiguous(cast_result(np.moveaxis(out, -1, axis), dtype))
 
 
 def window_offsets(window) -> list[tuple[int, ...]]:
