@@ -62,7 +62,7 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     z = int(T.to_bits(tiny).astype(np.int64)[0]) - 1
     if z > 0:
         def squash(m):
-            return np.where(m > z, m - z, np.where(2 * m < z, 0, 1))
+            return np.where(m > z, m - z, np.where(m < (z + 1) // 2, 0, 1))
         ma = np.where(both_finite, squash(ma), ma)
         mb = np.where(both_finite, squash(mb), mb)
     diff_sign = na != nb
@@ -101,6 +101,8 @@ def _scalar(x):
     x = np.asarray(x)
     if x.dtype.kind == "c":
         return complex(x)
+    if x.dtype.name.startswith(("int", "uint")):  # incl. ml_dtypes' sub-byte integers (kind "V")
+        return int(x.astype(np.int64))
     if x.dtype.kind == "f" or x.dtype.name in ("bfloat16",) or x.dtype.kind == "V":
         return float(x.astype(np.float64))
     try:
@@ -163,9 +165,12 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0
         bad = actual != expected
     if not np.any(bad):
         return None
-    idx = tuple(int(i) for i in np.argwhere(bad)[0])
-    m = Mismatch(idx, _scalar(actual[idx]), _scalar(expected[idx]),
-                 int(ulp[idx]) if ulp is not None and ulp[idx] != np.iinfo(np.uint64).max else None,
+    # the first differing element by flat position: the same for every rank, rank 0 included
+    first = int(np.flatnonzero(bad)[0])
+    idx = tuple(int(i) for i in np.unravel_index(first, actual.shape))
+    first_ulp = int(ulp.reshape(-1)[first]) if ulp is not None else None
+    m = Mismatch(idx, _scalar(actual.reshape(-1)[first]), _scalar(expected.reshape(-1)[first]),
+                 first_ulp if first_ulp != np.iinfo(np.uint64).max else None,
                  int(np.count_nonzero(bad)), int(total))
     if ulp is not None:
         finite = ulp[ulp != np.iinfo(np.uint64).max]

@@ -252,12 +252,13 @@ def bits_container(dtype: np.dtype) -> type:
 
 
 def to_bits(arr: np.ndarray) -> np.ndarray:
-    """Reinterpret an array's items as unsigned integers of the same size."""
-    return np.ascontiguousarray(arr).view(bits_container(arr.dtype))
+    """Reinterpret an array's items as unsigned integers of the same size
+    (same shape, rank 0 included)."""
+    return np.ascontiguousarray(arr).view(bits_container(arr.dtype)).reshape(np.shape(arr))
 
 
 def from_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    return np.ascontiguousarray(bits).astype(bits_container(dtype)).view(dtype)
+    return np.ascontiguousarray(bits).astype(bits_container(dtype)).view(dtype).reshape(np.shape(bits))
 
 
 # --------------------------------------------------------------------------- #
