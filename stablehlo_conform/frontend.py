@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import types as T
+from .deep import run_deep
 from .errors import ParseError
 from .program import AttrRecord, Block, Func, Loc, Module, Op, OpaqueAttr, Region, SymbolRef
 
@@ -162,6 +163,7 @@ class Chunk:
     line: int  # 1-based line where the chunk starts
     text: str | None = None
     data: bytes | None = None
+    source: str | None = None  # ``text`` with check sugar rewritten (what is parsed)
 
 
 def read_chunks(path: str | Path, split: bool = True) -> list[Chunk]:
@@ -170,6 +172,7 @@ def read_chunks(path: str | Path, split: bool = True) -> list[Chunk]:
     if raw.startswith(BYTECODE_MAGIC):
         return [Chunk(str(p), 1, data=raw)]
     text = raw.decode("utf-8", errors="replace")
+    del raw
     return split_text(text, str(p), split)
 
 
@@ -188,8 +191,12 @@ def split_text(text: str, path: str = "<string>", split: bool = True) -> list[Ch
     return [c for c in chunks if c.text and c.text.strip() and _has_code(c.text)]
 
 
+_CODE_LINE_RE = re.compile(r"^[ \t\r\f\v]*(?!//)\S", re.M)
+
+
 def _has_code(text: str) -> bool:
-    return any(ln.strip() and not ln.strip().startswith("//") for ln in text.splitlines())
+    """Whether some line holds more than blanks and a ``//`` comment."""
+    return _CODE_LINE_RE.search(text) is not None
 
 
 # --------------------------------------------------------------------------- #
@@ -197,12 +204,14 @@ def _has_code(text: str) -> bool:
 # --------------------------------------------------------------------------- #
 
 _CHECK_PROPS_RE = re.compile(
-    r'^(?P<head>\s*"check\.[a-z_]+"\([^)]*\)\s*)<\{(?P<props>.*)\}>(?P<tail>\s*:\s*\(.*)$', re.M)
-_CHECK_RE = re.compile(r"^(?P<indent>\s*)check\.(?P<op>[a-z_]+)\s+(?P<rest>.*?)\s*$", re.S)
-_CHECK_START = re.compile(r"^\s*check\.[a-z_]+\s+%")
+    r'^(?P<head>[ \t]*"check\.[a-z_]+"\([^)\n]*\)[ \t]*)<\{(?P<props>.*)\}>(?P<tail>[ \t]*:[ \t]*\(.*)$', re.M)
+_CHECK_HEAD = re.compile(r"(?P<indent>\s*)check\.(?P<op>[a-z_]+)\s+")
+_CHECK_START = re.compile(r"^[ \t]*check\.[a-z_]+[ \t]+%", re.M)
 
 
 def _strip_comment(line: str) -> str:
+    if "//" not in line:
+        return line.rstrip()
     in_str = False
     for i, ch in enumerate(line):
         if ch == '"':
@@ -212,9 +221,9 @@ def _strip_comment(line: str) -> str:
     return line.rstrip()
 
 
-def _depth(text: str) -> int:
-    depth = 0
-    in_str = False
+def _depth(text: str, depth: int = 0, in_str: bool = False) -> tuple[int, bool]:
+    """Bracket depth and string state after ``text``, starting from
+    ``(depth, in_str)`` (so a statement's depth is counted piece by piece)."""
     for ch in text:
         if ch == '"':
             in_str = not in_str
@@ -223,7 +232,7 @@ def _depth(text: str) -> int:
                 depth += 1
             elif ch in ">)]}":
                 depth -= 1
-    return depth
+    return depth, in_str
 
 
 def _split_type_suffix(rest: str) -> tuple[str, str]:
@@ -248,11 +257,11 @@ def _split_type_suffix(rest: str) -> tuple[str, str]:
 
 
 def _rewrite_check_stmt(stmt: str) -> str:
-    m = _CHECK_RE.match(stmt)
+    m = _CHECK_HEAD.match(stmt)
     if not m:
         return stmt
     op = m.group("op")
-    rest = m.group("rest")
+    rest = stmt[m.end():].strip()
     trailing = ""
     if rest.endswith("}"):
         # a trailing attribute dictionary: '... : tensor<f64> {tolerance = 0.1 : f64}'
@@ -295,31 +304,47 @@ def _rewrite_check_stmt(stmt: str) -> str:
 
 def rewrite_check_sugar(text: str) -> str:
     """Rewrite ``check.*`` custom syntax (possibly spanning several lines)
-    into generic form; line numbers are preserved."""
+    into generic form; line numbers are preserved.
+
+    Linear in the size of ``text``: only the lines of check statements are
+    visited, a statement's bracket depth is carried from line to line (an
+    unterminated statement runs to the end of the text once), and the text
+    between statements is copied in slices. A text without check sugar is
+    returned as is."""
     if "check." not in text:
         return text
     if '"check.' in text and "<{" in text:
         # properties of generic check ops -> attributes (unregistered ops
         # keep no readable properties)
         text = _CHECK_PROPS_RE.sub(r"\g<head>{\g<props>}\g<tail>", text)
-    lines = text.split("\n")
     out: list[str] = []
-    i = 0
-    while i < len(lines):
-        ln = lines[i]
-        if "check." in ln and _CHECK_START.match(ln):
-            stmt = _strip_comment(ln)
-            j = i
-            while (_depth(stmt) > 0 or stmt.endswith(",")) and j + 1 < len(lines):
-                j += 1
-                stmt += " " + _strip_comment(lines[j]).strip()
-            out.append(_rewrite_check_stmt(stmt))
-            out.extend([""] * (j - i))
-            i = j + 1
-        else:
-            out.append(ln)
-            i += 1
-    return "\n".join(out)
+    pos = 0  # text[:pos] is done
+    n = len(text)
+    for m in _CHECK_START.finditer(text):
+        start = m.start()
+        if start < pos:  # inside a statement already rewritten
+            continue
+        out.append(text[pos:start])
+        end = text.find("\n", start)
+        end = n if end < 0 else end
+        pieces = [_strip_comment(text[start:end])]
+        depth, in_str = _depth(pieces[0])
+        lines = 0
+        while (depth > 0 or pieces[-1].endswith(",")) and end < n:
+            nxt = text.find("\n", end + 1)
+            nxt = n if nxt < 0 else nxt
+            piece = _strip_comment(text[end + 1:nxt]).strip()
+            depth, in_str = _depth(piece, depth, in_str)
+            pieces.append(piece)
+            lines += 1
+            end = nxt
+        out.append(_rewrite_check_stmt(" ".join(pieces)))
+        out.append("\n" * lines)
+        pos = end
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------- #
@@ -327,18 +352,69 @@ def rewrite_check_sugar(text: str) -> str:
 # --------------------------------------------------------------------------- #
 
 
-def _format_diag(d, path: str) -> str:
-    loc = str(d.location)
-    m = re.search(r'"[^"]*":(\d+):(\d+)', loc)
-    where = f"{path}:{m.group(1)}:{m.group(2)}" if m else path
+# A chunk's text is parsed on its own; the parser names it "-", and its line
+# numbers are shifted by the line the chunk starts on to give the file's own.
+_LOC_RE = re.compile(r'"([^"]*)":(\d+):(\d+)')
+_PARSED_BUFFER = "-"
+
+
+def _line_col(loc: str, line_offset: int) -> tuple[int, int] | None:
+    m = _LOC_RE.search(loc)
+    if not m:
+        return None
+    line = int(m.group(2)) + (line_offset if m.group(1) == _PARSED_BUFFER else 0)
+    return line, int(m.group(3))
+
+
+def _format_diag(d, path: str, line_offset: int = 0) -> str:
+    lc = _line_col(str(d.location), line_offset)
+    where = f"{path}:{lc[0]}:{lc[1]}" if lc else path
     msg = f"{where}: error: {d.message}"
     for note in getattr(d, "notes", []) or []:
-        msg += "\n  " + _format_diag(note, path).replace(": error: ", ": note: ", 1)
+        msg += "\n  " + _format_diag(note, path, line_offset).replace(": error: ", ": note: ", 1)
     return msg
 
 
+# Blocks ('{', '(', '[') nested deeper than this in a program's text are
+# refused before parsing: the parser, the verifier and the lowering recurse
+# once per level.
+MAX_NESTING = 1000
+_NEST_TOKEN_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*|[{}()\[\]]')
+
+
+def check_nesting(text: str, path: str, line_offset: int = 0) -> None:
+    """Raise :class:`ParseError` at the first bracket nested deeper than
+    :data:`MAX_NESTING` (strings and comments skipped; linear time)."""
+    depth = 0
+    for m in _NEST_TOKEN_RE.finditer(text):
+        ch = m.group()
+        if ch in "{([":
+            depth += 1
+            if depth > MAX_NESTING:
+                pos = m.start()
+                line = text.count("\n", 0, pos) + 1 + line_offset
+                col = pos - text.rfind("\n", 0, pos)
+                raise ParseError(f"{path}:{line}:{col}: error: blocks nested deeper than {MAX_NESTING} levels")
+        elif ch in "})]":
+            depth -= 1
+
+
+def chunk_source(chunk: Chunk) -> str:
+    """The text of a chunk as it is parsed (check sugar rewritten), once."""
+    if chunk.source is None:
+        chunk.source = rewrite_check_sugar(chunk.text or "")
+    return chunk.source
+
+
 def parse_chunk(chunk: Chunk):
-    """Parse and verify one chunk; returns the bindings' module."""
+    """Parse and verify one chunk; returns the bindings' module. Runs on a
+    thread with a large stack (the parser recurses per nesting level)."""
+    if chunk.data is None:
+        check_nesting(chunk_source(chunk), chunk.path, chunk.line - 1)
+    return run_deep(_parse_chunk, chunk)
+
+
+def _parse_chunk(chunk: Chunk):
     st = _bindings()
     ir = st["ir"]
     ctx = st["ctx"]
@@ -347,12 +423,10 @@ def parse_chunk(chunk: Chunk):
             if chunk.data is not None:
                 mod = _parse_binary(chunk.data, ctx)
             else:
-                # pad so that diagnostic line numbers are the file's own
-                text = "\n" * (chunk.line - 1) + rewrite_check_sugar(chunk.text or "")
-                mod = ir.Module.parse(text)
+                mod = ir.Module.parse(chunk_source(chunk))
             return _verified(mod, chunk.path)
         except ir.MLIRError as e:
-            diags = _diagnostics(e, chunk.path)
+            diags = _diagnostics(e, chunk.path, chunk.line - 1)
             if chunk.text is not None and "!quant." in chunk.text and _iree_bindings() is not None:
                 try:
                     return _parse_iree(chunk)
@@ -367,13 +441,12 @@ def _parse_iree(chunk: Chunk):
     """Parse and verify a chunk with quantized types in IREE's context."""
     st = _iree_state
     ir = st["ir"]
-    text = "\n" * (chunk.line - 1) + rewrite_check_sugar(chunk.text or "")
-    text = _IREE_CHECK_RE.sub('"' + _IREE_CHECK, text)
+    text = _IREE_CHECK_RE.sub('"' + _IREE_CHECK, chunk_source(chunk))
     with st["ctx"]:
         try:
             return _verified(ir.Module.parse(text), chunk.path)
         except ir.MLIRError as e:
-            diags = _diagnostics(e, chunk.path)
+            diags = _diagnostics(e, chunk.path, chunk.line - 1)
             raise ParseError(diags[0], diags) from None
 
 
@@ -383,9 +456,9 @@ def _verified(mod, path: str):
     return mod
 
 
-def _diagnostics(error, path: str) -> list[str]:
+def _diagnostics(error, path: str, line_offset: int = 0) -> list[str]:
     """``file:line:col: error: message`` lines of a bindings' MLIRError."""
-    diags = [_format_diag(d, path) for d in error.error_diagnostics]
+    diags = [_format_diag(d, path, line_offset) for d in error.error_diagnostics]
     return diags or [f"{path}: error: {error}"]
 
 
@@ -462,8 +535,9 @@ def registered_ops(dialect: str) -> list[str]:
 
 
 class _Lowerer:
-    def __init__(self, path: str, st: dict[str, Any] | None = None):
+    def __init__(self, path: str, st: dict[str, Any] | None = None, line_offset: int = 0):
         self.path = path
+        self.line_offset = line_offset
         self.ids: dict[Any, int] = {}
         self.types: dict[str, Any] = {}
         st = _state if st is None else st
@@ -507,11 +581,8 @@ class _Lowerer:
 
     # locations ----------------------------------------------------------
     def loc(self, location) -> Loc:
-        s = str(location)
-        m = re.search(r'"[^"]*":(\d+):(\d+)', s)
-        if m:
-            return Loc(self.path, int(m.group(1)), int(m.group(2)))
-        return Loc(self.path)
+        lc = _line_col(str(location), self.line_offset)
+        return Loc(self.path, *lc) if lc else Loc(self.path)
 
     # attributes ---------------------------------------------------------
     def attr(self, a, type_hint=None) -> Any:
@@ -638,7 +709,8 @@ class _Lowerer:
         for b in blocks:
             args = tuple(self.vid(a) for a in b.arguments)
             arg_types = tuple(self.type(a.type) for a in b.arguments)
-            ops = tuple(self.op(o, index) for o in b.operations)
+            # list comprehensions (not generators) on the recursive path: no C frame per level
+            ops = tuple([self.op(o, index) for o in b.operations])
             out.append(Block(args, arg_types, ops))
         return Region(tuple(out))
 
@@ -658,7 +730,7 @@ class _Lowerer:
             operand_types=tuple(self.type(v.type) for v in o.operands),
             result_types=tuple(self.type(v.type) for v in o.results),
             attrs=attrs,
-            regions=tuple(self.region(r) for r in o.regions),
+            regions=tuple([self.region(r) for r in o.regions]),
             loc=self.loc(o.location),
             successors=succ,
         )
@@ -698,11 +770,17 @@ class _Lowerer:
 
 
 def lower_module(mod, chunk: Chunk) -> Module:
+    """Program objects of a parsed chunk (on a thread with a large stack:
+    the lowering recurses per nested region)."""
+    return run_deep(_lower_module, mod, chunk)
+
+
+def _lower_module(mod, chunk: Chunk) -> Module:
     st = _iree_state if _is_iree_module(mod) else _bindings()
     with st["ctx"]:
-        low = _Lowerer(chunk.path, st)
+        low = _Lowerer(chunk.path, st, chunk.line - 1 if chunk.data is None else 0)
         m = low.module(mod.operation, chunk.line)
-        m.text = str(mod) if chunk.data is not None else rewrite_check_sugar(chunk.text or "")
+        m.text = str(mod) if chunk.data is not None else chunk_source(chunk)
         return m
 
 
