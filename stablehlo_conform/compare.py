@@ -132,12 +132,38 @@ def _almost_equal(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
     return equal | close
 
 
+# elements compared at a time: the temporaries of a comparison (ULP distances,
+# masks) stay this small however large the tensors (a splat is a view)
+BLOCK = 1 << 20
+_NO_ULP = np.iinfo(np.uint64).max
+
+
+def _bad(a: np.ndarray, b: np.ndarray, max_ulp: int | None, atol: float | None,
+         exact_bits: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The mismatch mask of two flat blocks, and their ULP distances (floats)."""
+    if not is_float_dtype(a.dtype):
+        return a != b, None
+    if exact_bits:
+        return T.to_bits(a) != T.to_bits(b), None
+    ulp = ulp_distance(a, b)
+    if atol is None:
+        return ulp > np.uint64(max_ulp or 0), ulp
+    # signed zeros and infinities compare exactly
+    if a.dtype.kind == "c":
+        ok = _almost_equal(a.real, b.real, atol) & _almost_equal(a.imag, b.imag, atol)
+    else:
+        ok = _almost_equal(a, b, atol)
+    return ~ok, ulp
+
+
 def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0,
             atol: float | None = None, exact_bits: bool = False) -> Mismatch | None:
     """None when equal within the budget, else the first mismatch.
 
     ``max_ulp`` bounds the ULP distance of floats; ``atol`` (if given) accepts
-    elements whose absolute difference is within it instead.
+    elements whose absolute difference is within it instead. Any rank (0
+    included) and size: elements are compared :data:`BLOCK` at a time in
+    row-major order.
     """
     actual = np.asarray(actual)
     expected = np.asarray(expected)
@@ -146,38 +172,47 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0
     if actual.dtype != expected.dtype:
         return Mismatch((), f"dtype {actual.dtype}", f"dtype {expected.dtype}", None, 1, 1)
     total = actual.size
-    ulp = None
-    if is_float_dtype(actual.dtype):
-        if exact_bits:
-            bad = T.to_bits(actual) != T.to_bits(expected)
-        else:
-            ulp = ulp_distance(actual, expected)
-            bad = ulp > np.uint64(max_ulp or 0)
-            # signed zeros and infinities compare exactly
-            if atol is not None:
-                if actual.dtype.kind == "c":
-                    ok = _almost_equal(actual.real, expected.real, atol) & _almost_equal(
-                        actual.imag, expected.imag, atol)
-                else:
-                    ok = _almost_equal(actual, expected, atol)
-                bad = ~ok
-    else:
-        bad = actual != expected
-    if not np.any(bad):
+    if total > 1 and not any(actual.strides) and not any(expected.strides):
+        # two splats (broadcast views of one element each): one comparison stands for all
+        m = compare(actual.reshape(-1)[:1], expected.reshape(-1)[:1], max_ulp=max_ulp, atol=atol,
+                    exact_bits=exact_bits)
+        if m is not None:
+            m.index, m.count, m.total = (0,) * actual.ndim, total, total
+        return m
+    flat_a, flat_b = actual.reshape(-1), expected.reshape(-1)  # views for contiguous arrays and splats
+    blocks = range(0, total, BLOCK)
+    count = 0
+    first = first_ulp = None
+    for i in blocks:
+        bad, ulp = _bad(flat_a[i:i + BLOCK], flat_b[i:i + BLOCK], max_ulp, atol, exact_bits)
+        n = int(np.count_nonzero(bad))
+        if n and first is None:
+            k = int(np.flatnonzero(bad)[0])
+            first = i + k
+            first_ulp = int(ulp[k]) if ulp is not None else None
+        count += n
+    if not count:
         return None
     # the first differing element by flat position: the same for every rank, rank 0 included
-    first = int(np.flatnonzero(bad)[0])
     idx = tuple(int(i) for i in np.unravel_index(first, actual.shape))
-    first_ulp = int(ulp.reshape(-1)[first]) if ulp is not None else None
-    m = Mismatch(idx, _scalar(actual.reshape(-1)[first]), _scalar(expected.reshape(-1)[first]),
-                 first_ulp if first_ulp != np.iinfo(np.uint64).max else None,
-                 int(np.count_nonzero(bad)), int(total))
-    if ulp is not None:
-        finite = ulp[ulp != np.iinfo(np.uint64).max]
-        m.max_ulp = int(finite.max()) if finite.size else None
-    if actual.dtype.kind in "fc" or is_float_dtype(actual.dtype):
+    m = Mismatch(idx, _scalar(flat_a[first]), _scalar(flat_b[first]),
+                 first_ulp if first_ulp != _NO_ULP else None, count, int(total))
+    if not is_float_dtype(actual.dtype):
+        return m
+    # a second pass (failures only): the largest ULP and absolute differences
+    max_ulps, max_abs = [], []
+    for i in blocks:
+        a, b = flat_a[i:i + BLOCK], flat_b[i:i + BLOCK]
+        if not exact_bits:
+            ulp = ulp_distance(a, b)
+            finite = ulp[ulp != _NO_ULP]
+            if finite.size:
+                max_ulps.append(int(finite.max()))
         with np.errstate(invalid="ignore", over="ignore"):
-            d = np.abs(actual.astype(np.complex128) - expected.astype(np.complex128))
+            d = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
         d = d[np.isfinite(d)]
-        m.max_abs = float(d.max()) if d.size else None
+        if d.size:
+            max_abs.append(float(d.max()))
+    m.max_ulp = max(max_ulps) if max_ulps else None
+    m.max_abs = max(max_abs) if max_abs else None
     return m

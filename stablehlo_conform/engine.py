@@ -42,6 +42,7 @@ class DepthExceeded(ConformError):
         return self
 
 
+LOADED_CONSTANTS = frozenset({"stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant"})
 TERMINATORS = frozenset({"func.return", "stablehlo.return", "chlo.return", "mhlo.return",
                          "scf.yield", "tensor.yield", "shape.assuming_yield"})
 
@@ -326,7 +327,9 @@ class Engine:
     def _guard_memory(self, op: Op) -> None:
         total = op.__dict__.get("_result_bytes")
         if total is None:
-            total = op._result_bytes = sum(
+            # a constant's value exists already (checked against the budget when
+            # loaded; a splat is a view): running the op allocates nothing
+            total = op._result_bytes = 0 if op.name in LOADED_CONSTANTS else sum(
                 (ty.num_elements() or 0) * ty.dtype.itemsize
                 for ty in op.result_types if isinstance(ty, T.TensorType) and ty.is_static)
         if total > self.max_bytes:

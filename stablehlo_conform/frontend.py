@@ -12,9 +12,12 @@ StableHLO dialect), change the imports in :func:`_bindings`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import itertools
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,7 @@ from .errors import ParseError
 from .program import AttrRecord, Block, Func, Loc, Module, Op, OpaqueAttr, Region, SymbolRef
 
 BYTECODE_MAGIC = b"ML\xefR"
-SPLIT_RE = re.compile(r"^// -----[ \t]*$", re.M)
+SPLIT_MARK = "// -----"
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -163,7 +166,10 @@ class Chunk:
     line: int  # 1-based line where the chunk starts
     text: str | None = None
     data: bytes | None = None
-    source: str | None = None  # ``text`` with check sugar rewritten (what is parsed)
+    # what is parsed: ``text`` with its large literals cut out and check sugar rewritten
+    source: str | None = None
+    # the large hex literals cut out: name -> (start, end) of their digits in ``text``
+    literals: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def read_chunks(path: str | Path, split: bool = True) -> list[Chunk]:
@@ -176,19 +182,31 @@ def read_chunks(path: str | Path, split: bool = True) -> list[Chunk]:
     return split_text(text, str(p), split)
 
 
+def _split_marks(text: str):
+    """(start, end) of every ``// -----`` line (``end`` before its newline),
+    found with ``str.find`` (a regex scan visits every character slowly)."""
+    i = text.find(SPLIT_MARK)
+    while i >= 0:
+        eol = text.find("\n", i)
+        eol = len(text) if eol < 0 else eol
+        if (i == 0 or text[i - 1] == "\n") and not text[i + len(SPLIT_MARK):eol].strip(" \t"):
+            yield i, eol
+        i = text.find(SPLIT_MARK, eol)
+
+
 def split_text(text: str, path: str = "<string>", split: bool = True) -> list[Chunk]:
     if not split:
         return [Chunk(path, 1, text=text)]
     chunks = []
     pos = 0
     line = 1
-    for m in SPLIT_RE.finditer(text):
-        piece = text[pos : m.start()]
+    for start, end in _split_marks(text):
+        piece = text[pos:start]
         chunks.append(Chunk(path, line, text=piece))
         line += piece.count("\n") + 1
-        pos = m.end() + 1
+        pos = end + 1
     chunks.append(Chunk(path, line, text=text[pos:]))
-    return [c for c in chunks if c.text and c.text.strip() and _has_code(c.text)]
+    return [c for c in chunks if c.text and _has_code(c.text)]
 
 
 _CODE_LINE_RE = re.compile(r"^[ \t\r\f\v]*(?!//)\S", re.M)
@@ -302,6 +320,21 @@ def _rewrite_check_stmt(stmt: str) -> str:
     )
 
 
+def _check_starts(text: str):
+    """Start of every line that opens a check statement: ``str.find`` for
+    ``check.``, then its line is matched once and the search goes on from
+    the next line (every character is looked at a bounded number of times)."""
+    i = text.find("check.")
+    while i >= 0:
+        line_start = text.rfind("\n", 0, i) + 1
+        if not text[line_start:i].strip(" \t") and _CHECK_START.match(text, line_start):
+            yield line_start
+        eol = text.find("\n", i)
+        if eol < 0:
+            return
+        i = text.find("check.", eol)
+
+
 def rewrite_check_sugar(text: str) -> str:
     """Rewrite ``check.*`` custom syntax (possibly spanning several lines)
     into generic form; line numbers are preserved.
@@ -320,8 +353,7 @@ def rewrite_check_sugar(text: str) -> str:
     out: list[str] = []
     pos = 0  # text[:pos] is done
     n = len(text)
-    for m in _CHECK_START.finditer(text):
-        start = m.start()
+    for start in _check_starts(text):
         if start < pos:  # inside a statement already rewritten
             continue
         out.append(text[pos:start])
@@ -400,18 +432,110 @@ def check_nesting(text: str, path: str, line_offset: int = 0) -> None:
 
 
 def chunk_source(chunk: Chunk) -> str:
-    """The text of a chunk as it is parsed (check sugar rewritten), once."""
+    """The text of a chunk as it is parsed, made once: large hex literals
+    cut out (see :data:`LARGE_LITERAL`), then check sugar rewritten, so
+    that neither step copies a large literal."""
     if chunk.source is None:
-        chunk.source = rewrite_check_sugar(chunk.text or "")
+        text, chunk.literals = _extract_literals(chunk.text or "")
+        chunk.source = rewrite_check_sugar(text)
     return chunk.source
 
 
 def parse_chunk(chunk: Chunk):
     """Parse and verify one chunk; returns the bindings' module. Runs on a
     thread with a large stack (the parser recurses per nesting level)."""
-    if chunk.data is None:
-        check_nesting(chunk_source(chunk), chunk.path, chunk.line - 1)
     return run_deep(_parse_chunk, chunk)
+
+
+# --------------------------------------------------------------------------- #
+# Memory: the budget of loading, large literals
+# --------------------------------------------------------------------------- #
+
+_budget: contextvars.ContextVar[int | None] = contextvars.ContextVar("conform_load_budget", default=None)
+
+
+@contextlib.contextmanager
+def memory_budget(max_bytes: int | None):
+    """Within the block, a dense constant whose declared size is over
+    ``max_bytes`` is refused while loading, before it is materialised (an
+    error naming its ``file:line:col`` and size). Splats are never
+    materialised: they load as read-only broadcast views."""
+    token = _budget.set(max_bytes)
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+class _ConstantError(Exception):
+    """A constant that cannot be loaded; the op lowering it adds its location."""
+
+
+def _check_budget(ttype) -> None:
+    budget = _budget.get()
+    n = ttype.num_elements() if isinstance(ttype, T.TensorType) else None
+    if budget is None or n is None:
+        return
+    size = n * ttype.dtype.itemsize
+    if size > budget:
+        raise _ConstantError(f"constant of type {ttype} needs {size / 2**20:.1f} MiB, "
+                             f"over the memory budget of {budget / 2**20:.1f} MiB")
+
+
+# Hex literals of at least this many digits never reach the parser: the text
+# it parses holds ``dense_resource<__conform_literal_N>`` in their place (same
+# type; line numbers unchanged) and the lowering decodes the digits straight
+# from the source into an array of the element type, block by block -- the
+# parser would keep its own copy of the data for the life of the process.
+LARGE_LITERAL = 1 << 16
+_HEX_OPEN = 'dense<"0x'
+_LITERAL_NAME = "__conform_literal_"
+_LITERAL_REF_RE = re.compile(r"dense_resource<(" + _LITERAL_NAME + r"\d+)>\s*:\s*(tensor<.*>)$", re.S)
+_HEX_BLOCK = 1 << 24  # hex digits decoded at a time
+_literal_ids = itertools.count()
+
+
+def _extract_literals(text: str) -> tuple[str, dict[str, tuple[int, int]]]:
+    """``text`` with every large one-line ``dense<"0x...">`` replaced by a
+    named resource, and where each one's digits are."""
+    if len(text) < LARGE_LITERAL:
+        return text, {}
+    parts: list[str] = []
+    table: dict[str, tuple[int, int]] = {}
+    pos = 0
+    i = text.find(_HEX_OPEN)
+    while i >= 0:
+        start = i + len(_HEX_OPEN)
+        end = text.find('"', start)
+        if end < 0:
+            break
+        if end - start >= LARGE_LITERAL and text.startswith(">", end + 1) and text.find("\n", start, end) < 0:
+            name = f"{_LITERAL_NAME}{next(_literal_ids)}"  # resource names are the context's: never reused
+            parts += [text[pos:i], f"dense_resource<{name}>"]
+            table[name] = (start, end)
+            pos = end + 2
+        i = text.find(_HEX_OPEN, end)
+    if not table:
+        return text, {}
+    parts.append(text[pos:])
+    return "".join(parts), table
+
+
+def _hex_to_bytes(text: str, start: int, end: int) -> np.ndarray:
+    """The bytes of the hex digits ``text[start:end]`` as a writable uint8
+    array, decoded a block at a time (no copy of the whole text)."""
+    if (end - start) % 2:
+        raise _ConstantError("hex literal with an odd number of digits")
+    out = np.empty((end - start) // 2, dtype=np.uint8)
+    for i in range(start, end, _HEX_BLOCK):
+        j = min(i + _HEX_BLOCK, end)
+        try:
+            block = bytes.fromhex(text[i:j])
+        except ValueError as e:
+            raise _ConstantError(f"bad hex literal: {e}") from None
+        o = (i - start) // 2
+        out[o : o + len(block)] = np.frombuffer(block, dtype=np.uint8)
+    return out
 
 
 def _parse_chunk(chunk: Chunk):
@@ -423,7 +547,9 @@ def _parse_chunk(chunk: Chunk):
             if chunk.data is not None:
                 mod = _parse_binary(chunk.data, ctx)
             else:
-                mod = ir.Module.parse(chunk_source(chunk))
+                text = chunk_source(chunk)
+                check_nesting(text, chunk.path, chunk.line - 1)
+                mod = ir.Module.parse(text)
             return _verified(mod, chunk.path)
         except ir.MLIRError as e:
             diags = _diagnostics(e, chunk.path, chunk.line - 1)
@@ -535,9 +661,11 @@ def registered_ops(dialect: str) -> list[str]:
 
 
 class _Lowerer:
-    def __init__(self, path: str, st: dict[str, Any] | None = None, line_offset: int = 0):
+    def __init__(self, path: str, st: dict[str, Any] | None = None, line_offset: int = 0,
+                 chunk: Chunk | None = None):
         self.path = path
         self.line_offset = line_offset
+        self.chunk = chunk  # for the large literals kept out of the parser
         self.ids: dict[Any, int] = {}
         self.types: dict[str, Any] = {}
         st = _state if st is None else st
@@ -623,9 +751,12 @@ class _Lowerer:
         for cls in self.attr_classes:
             if _isa(a, cls):
                 return self.record(cls, cls(a))
+        text = str(a)
+        if self.chunk is not None and self.chunk.literals and text.startswith("dense_resource<" + _LITERAL_NAME):
+            return self.literal(text)
         if self.foreign is not None:
-            return self.foreign(str(a), self.path)
-        return OpaqueAttr(str(a))
+            return self.foreign(text, self.path)
+        return OpaqueAttr(text)
 
     _SKIP = {"context", "type", "typeid", "static_typeid", "dump", "get", "isinstance",
              "maybe_downcast", "parse", "get_named", "owner", "location"}
@@ -658,6 +789,9 @@ class _Lowerer:
 
     def dense(self, a) -> np.ndarray:
         ttype = self.type(a.type)
+        if a.is_splat:  # one value printed; a read-only view of the declared shape
+            return self.dense_from_text(str(a), ttype)
+        _check_budget(ttype)
         try:
             arr = np.array(a)
             if arr.dtype == ttype.dtype or (ttype.element.name == "index"):
@@ -668,6 +802,21 @@ class _Lowerer:
             pass
         text = str(a)
         return self.dense_from_text(text, ttype)
+
+    def literal(self, ref: str) -> np.ndarray:
+        """A large hex literal, decoded from the chunk's source text."""
+        m = _LITERAL_REF_RE.match(ref)
+        span = self.chunk.literals.get(m.group(1)) if m else None
+        if span is None:
+            raise _ConstantError(f"cannot decode attribute {ref[:80]}")
+        ttype = T.parse_type_text(m.group(2))
+        start, end = span
+        if (end - start) // 2 != ttype.element.dtype.itemsize:  # not a splat
+            _check_budget(ttype)
+        try:
+            return T.decode_hex_storage(_hex_to_bytes(self.chunk.text, start, end), ttype)
+        except ValueError as e:
+            raise _ConstantError(str(e)) from None
 
     def dense_from_text(self, text: str, ttype) -> np.ndarray:
         m = re.match(r"\s*dense<(.*)>\s*:\s*(tensor<.*>)\s*$", text, re.S)
@@ -719,7 +868,10 @@ class _Lowerer:
         name = o.name
         if self.foreign is not None and name.startswith(_IREE_CHECK):
             name = "check." + name[len(_IREE_CHECK):]
-        attrs = self.op_attrs(o)
+        try:
+            attrs = self.op_attrs(o)
+        except _ConstantError as e:
+            raise ParseError(f"{self.loc(o.location)}: error: {name}: {e}") from None
         succ: tuple[int, ...] = ()
         if block_index is not None and len(o.successors):
             succ = tuple(block_index.get(s, -1) for s in o.successors)
@@ -778,9 +930,10 @@ def lower_module(mod, chunk: Chunk) -> Module:
 def _lower_module(mod, chunk: Chunk) -> Module:
     st = _iree_state if _is_iree_module(mod) else _bindings()
     with st["ctx"]:
-        low = _Lowerer(chunk.path, st, chunk.line - 1 if chunk.data is None else 0)
+        low = _Lowerer(chunk.path, st, chunk.line - 1 if chunk.data is None else 0, chunk)
         m = low.module(mod.operation, chunk.line)
-        m.text = str(mod) if chunk.data is not None else chunk_source(chunk)
+        # the chunk's own text (no copy): its users rewrite check sugar as they parse it
+        m.text = str(mod) if chunk.data is not None else (chunk.text or "")
         return m
 
 

@@ -183,7 +183,10 @@ def enumerate_file(path: str) -> FileCases:
 
 def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
     """Yields ("start", id) and ("result", record) events for one file."""
-    cases = enumerate_file(path)
+    from ..frontend import memory_budget
+
+    with memory_budget(opts.max_bytes):  # constants are checked against it while loading
+        cases = enumerate_file(path)
     if opts.pattern:
         skip = skip | {tid for tid, _m, _f in cases.tests + cases.programs if not matches(tid, opts.pattern)}
     for rec in cases.errors:
