@@ -11,6 +11,10 @@ pages used are committed) with the Python recursion limit raised to
 (:data:`stablehlo_conform.engine.MAX_DEPTH` nested calls and regions,
 :data:`stablehlo_conform.frontend.MAX_NESTING` nested blocks in the source) are
 reached before any stack is exhausted.
+
+Handing work to another thread costs a thread switch, so callers do it only
+when the work gets deep: at :data:`HANDOFF_DEPTH` levels of recursion the rest
+of it moves to a large-stack thread (shallow programs never switch).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any, TypeVar
 
 STACK_BYTES = 1 << 30
 RECURSION_LIMIT = 400_000
+HANDOFF_DEPTH = 64  # levels of recursion done on the caller's own stack
 
 R = TypeVar("R")
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import types as T
-from .deep import in_deep_thread, run_deep
+from .deep import HANDOFF_DEPTH, in_deep_thread, run_deep
 from .errors import ConformError, KernelError, ResourceError, Timeout, UnsupportedOp
 from .kernels.quantized import dequantize_op_quantize, passes_storage
 from .kernels.registry import Registry, load_all
@@ -168,9 +168,6 @@ class Engine:
         return f
 
     def call(self, name: str, args: Sequence[Any], lanes: bool = False) -> tuple:
-        if self.depth == 0 and not in_deep_thread():
-            # the outermost call: on a thread with room for MAX_DEPTH levels
-            return run_deep(self.call, name, args, lanes)
         f = self.func(name)
         if len(args) != len(f.param_types):
             raise ConformError(f"@{name} takes {len(f.param_types)} arguments, got {len(args)}")
@@ -183,6 +180,9 @@ class Engine:
 
     # regions ---------------------------------------------------------
     def run_region(self, region: Region, args: Sequence[Any], env: dict, lanes: bool = False) -> tuple:
+        if self.depth >= HANDOFF_DEPTH and not in_deep_thread():
+            # deep: the rest of the recursion on a thread with room for MAX_DEPTH levels
+            return run_deep(self.run_region, region, args, env, lanes)
         saved = self.current_env
         self.current_env = env
         self.depth += 1

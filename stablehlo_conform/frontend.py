@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import types as T
-from .deep import run_deep
+from .deep import HANDOFF_DEPTH, in_deep_thread, run_deep
 from .errors import ParseError
 from .program import AttrRecord, Block, Func, Loc, Module, Op, OpaqueAttr, Region, SymbolRef
 
@@ -414,14 +414,16 @@ MAX_NESTING = 1000
 _NEST_TOKEN_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*|[{}()\[\]]')
 
 
-def check_nesting(text: str, path: str, line_offset: int = 0) -> None:
-    """Raise :class:`ParseError` at the first bracket nested deeper than
-    :data:`MAX_NESTING` (strings and comments skipped; linear time)."""
-    depth = 0
+def check_nesting(text: str, path: str, line_offset: int = 0) -> int:
+    """The deepest bracket nesting of ``text``; :class:`ParseError` at the
+    first bracket nested deeper than :data:`MAX_NESTING` (strings and
+    comments skipped; linear time)."""
+    depth = deepest = 0
     for m in _NEST_TOKEN_RE.finditer(text):
         ch = m.group()
         if ch in "{([":
             depth += 1
+            deepest = max(deepest, depth)
             if depth > MAX_NESTING:
                 pos = m.start()
                 line = text.count("\n", 0, pos) + 1 + line_offset
@@ -429,6 +431,7 @@ def check_nesting(text: str, path: str, line_offset: int = 0) -> None:
                 raise ParseError(f"{path}:{line}:{col}: error: blocks nested deeper than {MAX_NESTING} levels")
         elif ch in "})]":
             depth -= 1
+    return deepest
 
 
 def chunk_source(chunk: Chunk) -> str:
@@ -442,8 +445,13 @@ def chunk_source(chunk: Chunk) -> str:
 
 
 def parse_chunk(chunk: Chunk):
-    """Parse and verify one chunk; returns the bindings' module. Runs on a
-    thread with a large stack (the parser recurses per nesting level)."""
+    """Parse and verify one chunk; returns the bindings' module. Deeply
+    nested text (and bytecode, whose nesting is unknown) is parsed on a
+    thread with a large stack: the parser recurses per nesting level."""
+    if chunk.data is None:
+        text = chunk_source(chunk)
+        if check_nesting(text, chunk.path, chunk.line - 1) < 2 * HANDOFF_DEPTH:
+            return _parse_chunk(chunk)
     return run_deep(_parse_chunk, chunk)
 
 
@@ -547,9 +555,7 @@ def _parse_chunk(chunk: Chunk):
             if chunk.data is not None:
                 mod = _parse_binary(chunk.data, ctx)
             else:
-                text = chunk_source(chunk)
-                check_nesting(text, chunk.path, chunk.line - 1)
-                mod = ir.Module.parse(text)
+                mod = ir.Module.parse(chunk_source(chunk))
             return _verified(mod, chunk.path)
         except ir.MLIRError as e:
             diags = _diagnostics(e, chunk.path, chunk.line - 1)
@@ -666,9 +672,11 @@ class _Lowerer:
         self.path = path
         self.line_offset = line_offset
         self.chunk = chunk  # for the large literals kept out of the parser
+        self.level = 0  # regions being lowered
         self.ids: dict[Any, int] = {}
         self.types: dict[str, Any] = {}
         st = _state if st is None else st
+        self.ctx = st["ctx"]
         self.ir = st["ir"]
         self.attr_classes = st["attr_classes"]
         self.foreign = st.get("foreign")
@@ -789,7 +797,7 @@ class _Lowerer:
 
     def dense(self, a) -> np.ndarray:
         ttype = self.type(a.type)
-        if a.is_splat:  # one value printed; a read-only view of the declared shape
+        if a.is_splat and ttype.num_elements() != 1:  # one value printed; a read-only view of the declared shape
             return self.dense_from_text(str(a), ttype)
         _check_budget(ttype)
         try:
@@ -852,6 +860,19 @@ class _Lowerer:
 
     # structure ----------------------------------------------------------
     def region(self, r) -> Region:
+        if self.level >= HANDOFF_DEPTH and not in_deep_thread():
+            return run_deep(self._region_in_context, r)
+        self.level += 1
+        try:
+            return self._region(r)
+        finally:
+            self.level -= 1
+
+    def _region_in_context(self, r) -> Region:
+        with self.ctx:  # the bindings' current context is per thread
+            return self.region(r)
+
+    def _region(self, r) -> Region:
         blocks = list(r.blocks)
         index = {b: i for i, b in enumerate(blocks)}
         out = []
@@ -922,12 +943,8 @@ class _Lowerer:
 
 
 def lower_module(mod, chunk: Chunk) -> Module:
-    """Program objects of a parsed chunk (on a thread with a large stack:
-    the lowering recurses per nested region)."""
-    return run_deep(_lower_module, mod, chunk)
-
-
-def _lower_module(mod, chunk: Chunk) -> Module:
+    """Program objects of a parsed chunk (the lowering recurses per nested
+    region; deep regions are lowered on a thread with a large stack)."""
     st = _iree_state if _is_iree_module(mod) else _bindings()
     with st["ctx"]:
         low = _Lowerer(chunk.path, st, chunk.line - 1 if chunk.data is None else 0, chunk)
