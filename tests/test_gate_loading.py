@@ -218,3 +218,30 @@ def test_runaway_recursion_through_if_names_the_if(tmp_path):
     assert rec["status"] == "error"
     assert f"more than {MAX_DEPTH} nested calls and regions" in rec["message"]
     assert rec["message"].startswith((f"{p}:11:8: error: stablehlo.if:", f"{p}:15:10: error: func.call:"))
+
+
+def nested_whiles(depth: int) -> str:
+    """``depth`` stablehlo.while ops nested in one another's bodies (pretty
+    form: one brace per level); each runs its body once."""
+    lines = ["func.func @main() {", "  %c0 = stablehlo.constant dense<0> : tensor<i32>",
+             "  %one = stablehlo.constant dense<1> : tensor<i32>"]
+    for i in range(depth):
+        lines += [f"  %w{i} = stablehlo.while(%it{i} = %c0) : tensor<i32>", "  cond {",
+                  f"  %p{i} = stablehlo.compare LT, %it{i}, %one : (tensor<i32>, tensor<i32>) -> tensor<i1>",
+                  f"  stablehlo.return %p{i} : tensor<i1>", "  } do {"]
+    for i in reversed(range(depth)):
+        lines += [f"  %n{i} = stablehlo.add %it{i}, %one : tensor<i32>", f"  stablehlo.return %n{i} : tensor<i32>",
+                  "  }"]
+    lines += ["  check.expect_eq_const %w0, dense<1> : tensor<i32>", "  func.return", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("kind", ["call chain", "nested regions"])
+def test_deep_programs_run_in_a_fresh_process(tmp_path, kind):
+    """In a fresh ``conform run`` (no earlier deep program has raised any
+    limit): a 3000-long call chain, regions nested 990 deep."""
+    p = tmp_path / "deep.mlir"
+    p.write_text(call_chain(3000) if kind == "call chain" else nested_whiles(frontend.MAX_NESTING - 10))
+    proc, recs = conform_run(str(p))
+    assert proc.returncode == 0, proc.stderr
+    assert [(r["status"], r["checks"]) for r in recs] == [("pass", 1)], recs
