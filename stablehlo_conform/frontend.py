@@ -320,6 +320,17 @@ def _rewrite_check_stmt(stmt: str) -> str:
     )
 
 
+class UnclosedCheck(ValueError):
+    """A check statement whose brackets are still open at the end of the text."""
+
+    def __init__(self, text: str, start: int):
+        self.line = text.count("\n", 0, start) + 1
+        m = _CHECK_HEAD.match(text, start)
+        self.col = len(m.group("indent")) + 1 if m else 1
+        self.op = f"check.{m.group('op')}" if m else "check"
+        super().__init__(f"{self.line}:{self.col}: {self.op}: a bracket of this statement is never closed")
+
+
 def _check_starts(text: str):
     """Start of every line that opens a check statement: ``str.find`` for
     ``check.``, then its line is matched once and the search goes on from
@@ -370,6 +381,8 @@ def rewrite_check_sugar(text: str) -> str:
             pieces.append(piece)
             lines += 1
             end = nxt
+        if depth > 0:  # ran to the end of the text
+            raise UnclosedCheck(text, start)
         out.append(_rewrite_check_stmt(" ".join(pieces)))
         out.append("\n" * lines)
         pos = end
@@ -449,7 +462,11 @@ def parse_chunk(chunk: Chunk):
     nested text (and bytecode, whose nesting is unknown) is parsed on a
     thread with a large stack: the parser recurses per nesting level."""
     if chunk.data is None:
-        text = chunk_source(chunk)
+        try:
+            text = chunk_source(chunk)
+        except UnclosedCheck as e:
+            raise ParseError(f"{chunk.path}:{e.line + chunk.line - 1}:{e.col}: error: {e.op}: "
+                             "a bracket of this statement is never closed") from None
         if check_nesting(text, chunk.path, chunk.line - 1) < 2 * HANDOFF_DEPTH:
             return _parse_chunk(chunk)
     return run_deep(_parse_chunk, chunk)

@@ -78,7 +78,19 @@ def test_unterminated_check_statement_in_a_large_file_is_one_quick_error(tmp_pat
     assert proc.returncode == 1
     (rec,) = recs
     assert rec["status"] == "error"
-    assert rec["message"].startswith(f"{p}:3:3: error:"), rec["message"]
+    assert rec["message"] == f"{p}:3:3: error: check.expect_eq_const: a bracket of this statement is never closed"
+
+
+def test_unterminated_check_statement_in_a_later_chunk_names_the_files_line(tmp_path):
+    p = tmp_path / "two.mlir"
+    p.write_text("func.func @ok() {\n  func.return\n}\n// -----\nfunc.func @t() {\n"
+                 "  %0 = stablehlo.constant dense<1> : tensor<i32>\n    check.expect_eq_const %0, dense<[1, 2\n"
+                 "  func.return\n}\n")
+    recs = records(p)
+    assert [(r["status"], r["message"]) for r in recs] == [
+        ("error", f"{p}:7:5: error: check.expect_eq_const: a bracket of this statement is never closed"),
+        ("pass", ""),
+    ]
 
 
 def test_diagnostics_of_a_late_chunk_carry_the_files_line(tmp_path):
