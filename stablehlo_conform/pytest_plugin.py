@@ -229,7 +229,7 @@ class ProgramItem(pytest.Item):
         if rec.get("family"):
             self.user_properties.append(("op_family", rec["family"]))
         baseline = self.config.stash.get(_baseline_key, None)
-        entry = baseline.match(self.test_id) if baseline is not None else None
+        entry = baseline.match(rec) if baseline is not None else None
         if rec["status"] == "pass":
             if entry is not None:
                 self.user_properties.append(("conform_newly_passing", entry.reason))

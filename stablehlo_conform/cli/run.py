@@ -173,7 +173,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             stream.write(rec)
         if not quiet:
             progress.close() if progress.enabled else None
-            known = baseline.match(rec["id"]) if baseline is not None and rec["status"] != "pass" else None
+            known = baseline.match(rec) if baseline is not None and rec["status"] != "pass" else None
             if known is not None:
                 click.echo(f"{'KNOWN':<11} {printable(rec['id'])}: {rec['status']} "
                            f"(baseline: {printable(known.reason or 'listed')})")
@@ -212,8 +212,16 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
     parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
+    from ..harness.triage import triage, triage_json, triage_lines
+
+    groups = triage(selected)
+    if groups and not quiet:
+        click.echo("")
+        for line in triage_lines(groups, limit=10):
+            click.echo(printable(line))
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
-           "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run, "results": selected}
+           "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
+           "triage": triage_json(groups), "results": selected}
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
     sys.exit(128 + interrupted if interrupted else code)
 

@@ -15,6 +15,12 @@ Test ids are matched on their path *suffix* (at ``/`` boundaries), so a
 baseline written from ``conform run ../suite`` also applies to a run of
 ``/abs/path/suite`` or ``suite``. Entries may be globs (``*``, ``?``,
 ``[``); a glob matches the end of an id.
+
+An entry may also name a failure *signature* (see
+:mod:`stablehlo_conform.harness.triage`) instead of ids: it excuses every
+non-passing result with that signature (a whole group of ``conform
+triage``). Text lines ``signature: <stage> | <op> | <types> | <message> | <reason>``
+(types ``*``: any); JSON ``"expected_signatures": {"<signature>": {"reason": ...}}``.
 """
 
 from __future__ import annotations
@@ -87,11 +93,22 @@ class Baseline:
     backend: str | None = None
     source: str | None = None
 
+    signatures: dict[str, BaselineEntry] = field(default_factory=dict)
+
     def __post_init__(self) -> None:
         self._index: dict[str, str] | None = None
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.entries) + len(self.signatures)
+
+    def add_signature(self, text: str, reason: str = "", source: str = "<baseline>") -> None:
+        from .triage import Signature
+
+        try:
+            sig = Signature.parse(text)
+        except ValueError as e:
+            raise GateError(f"{source}: {e}") from None
+        self.signatures[str(sig)] = BaselineEntry(f"signature: {sig}", reason)
 
     def __contains__(self, test_id: str) -> bool:
         return self.match(test_id) is not None
@@ -120,9 +137,22 @@ class Baseline:
         self._globs = [k for k in self.entries if any(c in k for c in GLOB_CHARS)]
         self._index = full
 
-    def match(self, test_id: str) -> BaselineEntry | None:
-        """The entry for ``test_id`` (exact, then the longest path-suffix
-        match either way, then a glob), or None."""
+    def match(self, test: str | dict) -> BaselineEntry | None:
+        """The entry for a test id or a result record: by id (exact, then the
+        longest path-suffix match either way, then a glob), then — for a
+        non-passing record — by its signature; None when nothing matches."""
+        test_id = test["id"] if isinstance(test, dict) else test
+        entry = self._match_id(test_id)
+        if entry is None and isinstance(test, dict) and self.signatures and test.get("status") != "pass":
+            from .triage import Signature, signature
+
+            sig = signature(test)
+            for text, e in self.signatures.items():
+                if sig is not None and Signature.parse(text).matches(sig):
+                    return e
+        return entry
+
+    def _match_id(self, test_id: str) -> BaselineEntry | None:
         if self._index is None:
             self._build()
         norm = normalize_id(test_id)
@@ -181,6 +211,11 @@ class Baseline:
             elif not isinstance(v, dict):
                 raise GateError(f"{source}: entry {tid!r} must be an object or a reason string")
             b.add(BaselineEntry(str(tid), str(v.get("reason", "")), str(v.get("status", ""))))
+        sigs = doc.get("expected_signatures", {})
+        if not isinstance(sigs, dict):
+            raise GateError(f"{source}: expected_signatures must be an object of signature -> entry")
+        for text, v in sigs.items():
+            b.add_signature(str(text), str(v.get("reason", "")) if isinstance(v, dict) else str(v), source)
         return b
 
     @classmethod
@@ -189,6 +224,10 @@ class Baseline:
         for line in text.splitlines():
             line = line.strip()
             if not line or line.startswith("#"):
+                continue
+            if line.startswith("signature:"):
+                fields = line[len("signature:"):].split(" | ", 4)
+                b.add_signature(" | ".join(fields[:4]), fields[4].strip() if len(fields) > 4 else "", source)
                 continue
             pattern, _, reason = line.partition("|")
             pattern = pattern.strip()
@@ -202,6 +241,8 @@ class Baseline:
             "version": BASELINE_VERSION,
             "backend": self.backend,
             "expected_failures": {k: self.entries[k].to_json() for k in sorted(self.entries)},
+            **({"expected_signatures": {k: {"reason": self.signatures[k].reason} for k in sorted(self.signatures)}}
+               if self.signatures else {}),
         }
 
     def save(self, path: str | Path) -> None:
@@ -229,16 +270,19 @@ def update_baseline(results: Sequence[dict], existing: Baseline | None = None,
     Entries of ``existing`` that still fail keep their id and reason; new
     entries get ``"<status>: <first line of the message>"`` as reason.
     Entries whose test passes now are dropped; entries whose test did not
-    run are kept (dropped with ``prune``).
+    run are kept (dropped with ``prune``). Signature entries are kept as they
+    are, and the failures they cover are not listed one by one.
     """
     existing = existing or Baseline()
-    out = Baseline(backend=backend or existing.backend)
+    out = Baseline(backend=backend or existing.backend, signatures=dict(existing.signatures))
     stats = UpdateStats()
     matched: set[str] = set()
     for rec in results:
-        entry = existing.match(rec["id"])
+        entry = existing.match(rec)
         if entry is not None:
             matched.add(entry.id)
+        if entry is not None and entry.id.startswith("signature: "):
+            continue
         if rec["status"] == "pass":
             if entry is not None and entry.id not in out.entries:
                 stats.removed.append(entry.id)
@@ -370,7 +414,7 @@ def evaluate_gate(results: Sequence[dict], baseline: Baseline | None = None,
     for rec in results:
         passed = rec["status"] == "pass"
         g.passed += passed
-        entry = baseline.match(rec["id"]) if baseline is not None else None
+        entry = baseline.match(rec) if baseline is not None else None
         if entry is not None:
             seen.add(entry.id)
             (g.newly_passing if passed else g.expected).append((rec, entry))
@@ -402,7 +446,7 @@ def known_status(rec: dict, baseline: Baseline | None) -> BaselineEntry | None:
     """The baseline entry that excuses a non-passing ``rec``, if any."""
     if baseline is None or rec["status"] == "pass":
         return None
-    return baseline.match(rec["id"])
+    return baseline.match(rec)
 
 
 def group_by(results: Iterable[dict], key: str) -> dict[str, list[dict]]:
