@@ -18,8 +18,9 @@ from . import types as T
 from .deep import HANDOFF_DEPTH, in_deep_thread, run_deep
 from .errors import ConformError, KernelError, ResourceError, Timeout, UnsupportedOp
 from .kernels.quantized import dequantize_op_quantize, passes_storage
+from .kernels._blas_threads import one_blas_thread
 from .kernels.registry import Registry, load_all
-from .program import Func, Module, Op, Region
+from .program import Block, Func, Module, Op, Region
 
 # nested function calls and regions one evaluation may be inside of; deeper is
 # taken for a runaway recursion and ends with the location of the op that went
@@ -45,6 +46,20 @@ class DepthExceeded(ConformError):
 LOADED_CONSTANTS = frozenset({"stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant"})
 TERMINATORS = frozenset({"func.return", "stablehlo.return", "chlo.return", "mhlo.return",
                          "scf.yield", "tensor.yield", "shape.assuming_yield", "sdy.return"})
+
+
+_KERNEL, _RETURN, _BR, _COND_BR, _SWITCH, _CALL = range(6)
+_CODES = {"cf.br": _BR, "cf.cond_br": _COND_BR, "cf.switch": _SWITCH, "func.call": _CALL}
+
+# Ops whose results depend on nothing but their operands and attributes (no
+# regions, checks, state, tokens or printed output): computed once where every
+# operand is a constant (see Engine._steps).
+FOLDABLE = frozenset(
+    ["stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant", "stablehlo.iota"]
+    + ["stablehlo." + n for n in (
+        "add subtract multiply divide remainder maximum minimum negate abs sign not and or xor "
+        "compare select clamp convert bitcast_convert broadcast_in_dim reshape transpose slice "
+        "concatenate pad reverse shift_left shift_right_logical shift_right_arithmetic").split()])
 
 
 class OpContext:
@@ -159,6 +174,7 @@ class Engine:
         self.depth = 0
         self.trace: Callable[[Op, Sequence, tuple], None] | None = None
         self.state: dict[str, Any] = {}  # per-run state for kernels (probes, rng, ...)
+        self.fold_constants = True  # reuse the results of FOLDABLE ops on constants
 
     # calls -----------------------------------------------------------
     def func(self, name: str) -> Func:
@@ -174,6 +190,9 @@ class Engine:
         saved = self.current_env
         try:
             env: dict[int, Any] = {}
+            if self.depth == 0:
+                with one_blas_thread():
+                    return self.run_region(f.body, tuple(args), env, lanes=lanes)
             return self.run_region(f.body, tuple(args), env, lanes=lanes)
         finally:
             self.current_env = saved
@@ -195,7 +214,7 @@ class Engine:
                 block = blocks[block_index]
                 for vid, a in zip(block.args, args):
                     env[vid] = a
-                out = self._run_ops(block.ops, env, lanes)
+                out = self._run_ops(self._steps(block), env, lanes)
                 if out[0] == "return":
                     return out[1]
                 block_index, args = out[1], out[2]
@@ -203,25 +222,62 @@ class Engine:
             self.current_env = saved
             self.depth -= 1
 
-    def _run_ops(self, ops: Sequence[Op], env: dict, lanes: bool):
+    def _steps(self, block: Block) -> tuple:
+        """The block's ops as pre-bound steps, built once per block and registry:
+        ``(op, code, name, kernel, operands, results, quantized, foldable)``.
+
+        ``code`` is 0 for a kernel, else the control-flow op it is. A missing
+        kernel stays None and is reported when the op is reached. ``foldable``:
+        a pure op (``FOLDABLE``) whose operands are all constants or foldable
+        results of the same block; its results are computed by its kernel the
+        first time and reused after that (loop bodies recompute index
+        arithmetic on constants at every iteration otherwise).
+        """
+        registry = self.registry
+        cached = block.__dict__.get("_steps")
+        if cached is not None and cached[0] is registry:
+            return cached[1]
+        steps = []
+        known: set[int] = set()
+        for op in block.ops:
+            name = op.name
+            code = _CODES.get(name, _KERNEL)
+            if name in TERMINATORS:
+                code = _RETURN
+            fn = registry.lookup(name) if code == _KERNEL else None
+            try:
+                quant = not passes_storage(op)
+            except Exception:  # reported when the op runs
+                quant = None
+            fold = (code == _KERNEL and fn is not None and quant is False and name in FOLDABLE
+                    and not op.regions and all(v in known for v in op.operands))
+            if fold:
+                known.update(op.results)
+            steps.append((op, code, name, fn, op.operands, op.results, quant, fold))
+        steps = tuple(steps)
+        block._steps = (registry, steps)
+        return steps
+
+    def _run_ops(self, steps: tuple, env: dict, lanes: bool):
         registry = self.registry
         deadline = self.deadline
         profile = self.profile
         trace = self.trace
-        for op in ops:
-            name = op.name
+        max_bytes = self.max_bytes
+        fold_constants = self.fold_constants
+        for op, code, name, fn, operands, result_ids, quant, fold in steps:
             if deadline is not None and time.monotonic() > deadline:
                 raise Timeout(f"timed out at {name} ({op.loc})")
-            if name in TERMINATORS:
-                return ("return", tuple(env[v] for v in op.operands))
-            if name == "cf.br":
-                return ("branch", op.successors[0], tuple(env[v] for v in op.operands))
-            if name == "cf.cond_br":
+            if code == _RETURN:
+                return ("return", tuple(env[v] for v in operands))
+            if code == _BR:
+                return ("branch", op.successors[0], tuple(env[v] for v in operands))
+            if code == _COND_BR:
                 return self._cond_br(op, env)
-            if name == "cf.switch":
+            if code == _SWITCH:
                 return self._switch(op, env)
-            args = [env[v] for v in op.operands]
-            if name == "func.call":
+            args = [env[v] for v in operands]
+            if code == _CALL:
                 try:
                     results = self.call(op.attrs["callee"].name, args, lanes=lanes)
                 except DepthExceeded as e:
@@ -229,43 +285,44 @@ class Engine:
                 except RecursionError:  # a stack smaller than MAX_DEPTH needs
                     raise KernelError(name, str(op.loc), "recursion too deep") from None
             else:
-                cached = op.__dict__.get("_kernel")
-                if cached is not None and cached[0] is registry:
-                    fn = cached[1]
-                else:
-                    fn = registry.lookup(name)
-                    if fn is None:
-                        raise UnsupportedOp(name, loc=str(op.loc))
-                    op._kernel = (registry, fn)
-                if self.max_bytes is not None:
+                if fn is None:
+                    raise UnsupportedOp(name, loc=str(op.loc))
+                if max_bytes is not None:
                     self._guard_memory(op)
-                t0 = time.perf_counter() if profile is not None else 0.0
-                try:
-                    quant = op.__dict__.get("_quantized")
-                    if quant is None:
-                        quant = op._quantized = not passes_storage(op)
-                    if quant and not getattr(fn, "quantization_aware", False):
-                        results = dequantize_op_quantize(self, op, fn, args)
-                    else:
-                        results = fn(OpContext(op, self), *args)
-                except DepthExceeded as e:
-                    raise e.at(op) from None
-                except ConformError:
-                    raise
-                except RecursionError:
-                    raise KernelError(name, str(op.loc), "recursion too deep") from None
-                except MemoryError:
-                    raise ResourceError(f"{name} at {op.loc}: out of memory") from None
-                except Exception as e:  # a kernel bug or an unsupported case
-                    raise KernelError(name, str(op.loc), f"{type(e).__name__}: {e}") from e
-                if profile is not None:
-                    rec = profile.setdefault(name, [0, 0.0])
-                    rec[0] += 1
-                    rec[1] += time.perf_counter() - t0
-                results = self._validate(op, results, lanes)
+                folded = op.__dict__.get("_folded") if fold and fold_constants else None
+                if folded is not None and folded[0] is registry:
+                    results = folded[1]
+                    if profile is not None:
+                        profile.setdefault(name, [0, 0.0])[0] += 1
+                else:
+                    t0 = time.perf_counter() if profile is not None else 0.0
+                    try:
+                        if quant is None:
+                            quant = not passes_storage(op)
+                        if quant and not getattr(fn, "quantization_aware", False):
+                            results = dequantize_op_quantize(self, op, fn, args)
+                        else:
+                            results = fn(OpContext(op, self), *args)
+                    except DepthExceeded as e:
+                        raise e.at(op) from None
+                    except ConformError:
+                        raise
+                    except RecursionError:
+                        raise KernelError(name, str(op.loc), "recursion too deep") from None
+                    except MemoryError:
+                        raise ResourceError(f"{name} at {op.loc}: out of memory") from None
+                    except Exception as e:  # a kernel bug or an unsupported case
+                        raise KernelError(name, str(op.loc), f"{type(e).__name__}: {e}") from e
+                    if profile is not None:
+                        rec = profile.setdefault(name, [0, 0.0])
+                        rec[0] += 1
+                        rec[1] += time.perf_counter() - t0
+                    results = self._validate(op, results, lanes)
+                    if fold and fold_constants:
+                        op._folded = (registry, results)
             if trace is not None:
                 trace(op, args, results)
-            for vid, v in zip(op.results, results):
+            for vid, v in zip(result_ids, results):
                 env[vid] = v
         return ("return", ())
 

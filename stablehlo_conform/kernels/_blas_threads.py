@@ -18,11 +18,11 @@ be found (another BLAS), products run as NumPy runs them.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import glob
 import os
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -54,22 +54,34 @@ def _find() -> tuple[Callable[[], int], Callable[[int], None]] | None:
     return None
 
 
-@contextlib.contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """NumPy's BLAS runs on one thread inside the block."""
-    global _controls
-    if _controls is False:
-        _controls = _find()
-    if _controls is None:
-        yield
-        return
-    get_fn, set_fn = _controls
-    before = get_fn()
-    if before == 1:
-        yield
-        return
-    set_fn(1)
-    try:
-        yield
-    finally:
-        set_fn(before)
+_held = 0  # how many blocks are inside one_blas_thread (a product inside the
+# engine's call is then entered without a call into the library)
+_lock = threading.Lock()
+
+
+class one_blas_thread:
+    """NumPy's BLAS runs on one thread inside the ``with`` block. Nested
+    blocks (a product inside the engine's call) cost a counter."""
+
+    __slots__ = ("before",)
+
+    def __enter__(self) -> None:
+        global _controls, _held
+        with _lock:
+            _held += 1
+            self.before = 1
+            if _held > 1:
+                return
+            if _controls is False:
+                _controls = _find()
+            if _controls is not None:
+                self.before = _controls[0]()
+                if self.before != 1:
+                    _controls[1](1)
+
+    def __exit__(self, *exc) -> None:
+        global _held
+        with _lock:
+            _held -= 1
+            if self.before != 1:
+                _controls[1](self.before)

@@ -104,10 +104,16 @@ def apply(op, fn, args):
 
 
 def _apply(op, fn, args):
+    node = getattr(op, "op", None)
+    plain = getattr(node, "_plain_dtype", None)  # the result dtype of an op without quantized types
+    if plain is not None:
+        return (out(fn(plain, *args), plain),)
     rty = _element(op.result_type(0))
     q_in = [isinstance(_element(op.operand_type(i)), T.QuantizedType) for i in range(len(args))]
     if not any(q_in) and not isinstance(rty, T.QuantizedType):
         dt = op.result_dtype(0)
+        if node is not None and len(args) == len(op.operand_types):
+            node._plain_dtype = dt
         return (out(fn(dt, *args), dt),)
     vals = [dequantize(a, _element(op.operand_type(i))) if q else a
             for i, (a, q) in enumerate(zip(args, q_in))]

@@ -19,6 +19,9 @@ term in index order, as XLA's CPU dot does; longer ones use BLAS.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -42,6 +45,11 @@ def _is_unsigned(dt: np.dtype) -> bool:
 
 def compute_dtype(dtypes, out_dtype) -> np.dtype:
     """The dtype a product of operands with ``dtypes`` is computed in."""
+    return _compute_dtype(tuple(np.dtype(d) for d in dtypes), np.dtype(out_dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def _compute_dtype(dtypes, out_dtype) -> np.dtype:
     dts = [np.dtype(d) for d in dtypes] + [np.dtype(out_dtype)]
     if any(d.kind == "c" for d in dts):
         wide = any(d in (np.dtype(np.complex128), np.dtype(np.float64)) for d in dts)
@@ -130,13 +138,15 @@ def dot_general_arrays(lhs, rhs, lb, rb, lc, rc, out_dtype) -> np.ndarray:
     bshape = tuple(lhs.shape[d] for d in lb)
     lfs = tuple(lhs.shape[d] for d in lf)
     rfs = tuple(rhs.shape[d] for d in rf)
-    B = int(np.prod(bshape, dtype=np.int64))
-    M = int(np.prod(lfs, dtype=np.int64))
-    N = int(np.prod(rfs, dtype=np.int64))
-    K = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
+    B = math.prod(bshape)
+    M = math.prod(lfs)
+    N = math.prod(rfs)
+    K = math.prod([lhs.shape[d] for d in lc])
     cdt = compute_dtype([lhs.dtype, rhs.dtype], out_dtype)
-    L = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(B, M, K)
-    R = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(B, K, N)
+    lperm = list(lb) + lf + list(lc)
+    rperm = list(rb) + list(rc) + rf
+    L = (lhs if lperm == sorted(lperm) else np.transpose(lhs, lperm)).reshape(B, M, K)
+    R = (rhs if rperm == sorted(rperm) else np.transpose(rhs, rperm)).reshape(B, K, N)
     out = matmul_exact(L[0], R[0], cdt) if B == 1 else matmul_exact(L, R, cdt)
     return finish(out.reshape(bshape + lfs + rfs), out_dtype)
 
