@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Model-level benchmark: realistic programs exported from JAX, numpy engine vs XLA CPU.
 
-    python scripts/bench_models.py [--repeat 5] [--no-reference] [--only rnn_while,rfft_cumsum]
+    python scripts/bench_models.py [--repeat 5] [--clock wall|cpu] [--no-reference] [--only rnn_while,...]
 
 Each program is exported with ``jax.jit(f).lower(...).as_text()`` and run on
 the same inputs by this package's numpy engine and by XLA's CPU compiler,
@@ -12,7 +12,10 @@ side by side in one process:
 - warm: the already-loaded module (numpy) or the compiled executable (XLA)
   run again on the same inputs, host arrays in and out for both.
 
-Every figure is the median of ``--repeat`` runs. The reference interpreter
+Every figure is the median of ``--repeat`` runs, of wall time or (``--clock
+cpu``, for a loaded machine where wall time mostly measures waiting for a
+core) of the process's CPU time, every thread's (XLA's compiler and runtime
+threads included). The reference interpreter
 (a child process: ``stablehlo-translate --interpret``) runs each program once,
 cold, where it can. Results of XLA and the reference are compared with
 numpy's. The ratios printed are numpy/xla, cold and warm.
@@ -101,13 +104,16 @@ def _programs():
     ]
 
 
+CLOCK = time.perf_counter
+
+
 def _median(fn, repeat: int):
     times = []
     out = None
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         out = fn()
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
     return statistics.median(times), out
 
 
@@ -148,7 +154,7 @@ def bench(name, text, inputs, repeat: int, reference: bool) -> dict:
         try:
             ref = get_backend("reference")
             t0 = time.perf_counter()
-            rout = ref.execute(text, list(inputs))
+            rout = ref._call(text, list(inputs), None)  # in a child process (aborts stay there)
             row["ref"] = time.perf_counter() - t0
             row["ref_differs"] = _differs(rout, out)
         except Exception as e:
@@ -163,9 +169,12 @@ def _cell(v, fmt="{:>10.2f}") -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated program names")
     args = ap.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     import jax
 
     only = {s for s in args.only.split(",") if s}
@@ -175,7 +184,8 @@ def main() -> int:
             continue
         text = jax.jit(f).lower(*inputs).as_text()
         rows.append(bench(name, text, inputs, args.repeat, not args.no_reference))
-    print(f"median of {args.repeat} runs, milliseconds; ratios numpy/xla")
+    print(f"median of {args.repeat} runs, milliseconds of {args.clock} time (reference: wall time of one run); "
+          "ratios numpy/xla")
     print(f"{'program':<16}{'np cold':>10}{'xla cold':>10}{'cold x':>10}{'np warm':>10}{'xla warm':>10}"
           f"{'warm x':>10}{'reference':>10}")
     for r in rows:

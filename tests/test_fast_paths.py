@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from stablehlo_conform import frontend
-from stablehlo_conform.kernels import reduction
+from stablehlo_conform.engine import Engine
+from stablehlo_conform.kernels import linalg, reduction
 
 from kernel_util import SUITE, assert_suite_file_passes, one
 from test_reduction import general_only, window_text
@@ -164,3 +165,93 @@ def test_official_cumulative_tests_pass_through_the_prefix_scan(name):
                     prefix += reduction.prefix_axis(shape, *attrs) is not None
     assert prefix
     assert_suite_file_passes(path)
+
+
+# ----------------------------------------------------------------------------- integer products
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8])
+@pytest.mark.parametrize("k", [1, 7, 1023])
+def test_small_integer_products_in_f32_are_exact(dt, k):
+    # extreme values: every product at the bound of the type
+    rng = np.random.default_rng(k)
+    info = np.iinfo(dt)
+    a = rng.choice([info.min, info.max, 0, 1, -1 if info.min else 2], (5, k)).astype(dt)
+    b = rng.integers(info.min, int(info.max) + 1, (k, 6)).astype(dt)
+    a[0] = info.min
+    b[:, 0] = info.min if info.min else info.max
+    exact = np.matmul(a.astype(np.int64), b.astype(np.int64))
+    got = linalg.dot_general_arrays(a, b, (), (), (1,), (0,), np.int32)
+    assert got.dtype == np.int32 and np.array_equal(got, exact.astype(np.int32))
+    got64 = linalg.dot_general_arrays(a, b, (), (), (1,), (0,), np.int64)
+    assert np.array_equal(got64, exact)
+
+
+def test_integer_products_past_the_f32_bound_wrap_like_int64():
+    a = np.full((2, 1024), -128, np.int8)  # 128 * 128 * 1024 = 2**24: not exact in f32
+    b = np.full((1024, 3), -128, np.int8)
+    b[0, 0] = 127
+    got = linalg.dot_general_arrays(a, b, (), (), (1,), (0,), np.int16)
+    exact = np.matmul(a.astype(np.int64), b.astype(np.int64))
+    assert np.array_equal(got, exact.astype(np.int16))  # wrapped modulo 2**16
+
+
+# ----------------------------------------------------------------------------- engine: ops folded on constants
+
+
+def _traced(mod, fold: bool, entry: str, args=()):
+    """Every op's results, with folding on or off."""
+    seen = []
+    eng = Engine(mod)
+    eng.fold_constants = fold
+    eng.trace = lambda op, a, results: seen.append((op.name, [_bits(np.asarray(r)) for r in results
+                                                               if isinstance(r, np.ndarray)]))
+    out = eng.call(entry, args)
+    # sorted: the processes of interpreter.run_parallel trace from their own threads
+    return sorted(seen), [_bits(np.asarray(o)) for o in out], eng.checks
+
+
+def _assert_same_with_and_without_folding(mod, entry, args=()):
+    folded = _traced(mod, True, entry, args)
+    again = _traced(mod, True, entry, args)  # the second run reuses the folded results
+    general = _traced(mod, False, entry, args)
+    assert folded == again == general
+
+
+def test_folded_loop_body_matches_the_general_path():
+    import jax
+    from jax import lax
+    import jax.numpy as jnp
+
+    def rnn(h, xs, w):
+        return lax.fori_loop(0, xs.shape[0], lambda i, h: jnp.tanh(h @ w + xs[i]), h)
+
+    rng = np.random.default_rng(0)
+    args = (rng.standard_normal((1, 8)).astype(np.float32), rng.standard_normal((6, 1, 8)).astype(np.float32),
+            (0.3 * rng.standard_normal((8, 8))).astype(np.float32))
+    (mod,) = frontend.load_text(jax.jit(rnn).lower(*args).as_text())
+    body = [b for f in mod.funcs.values() for o in f.body.blocks[0].ops if o.name == "stablehlo.while"
+            for b in (o.regions[1].blocks[0],)]
+    eng = Engine(mod)
+    steps = eng._steps(body[0])
+    # the index arithmetic of xs[i] on constants (compare, select, add) is folded
+    assert {s[2] for s in steps if s[-1]} >= {"stablehlo.constant", "stablehlo.compare", "stablehlo.select"}
+    _assert_same_with_and_without_folding(mod, "main", args)
+
+
+INTERPRET = sorted((SUITE / "interpret").glob("*.mlir")) if (SUITE / "interpret").is_dir() else []
+
+
+@pytest.mark.skipif(not INTERPRET, reason="../shared/stablehlo-suite is absent")
+def test_official_interpreter_tests_give_the_same_values_with_and_without_folding():
+    folded_ops = 0
+    for path in INTERPRET:
+        for mod in frontend.load_file(path, split=True):
+            for f in mod.tests():
+                try:
+                    _traced(mod, False, f.name)
+                except Exception:  # tests the engine does not run (unsupported) are not compared
+                    continue
+                _assert_same_with_and_without_folding(mod, f.name)
+                folded_ops += sum(s[-1] for s in Engine(mod)._steps(f.body.blocks[0]))
+    assert folded_ops > 100

@@ -118,7 +118,8 @@ def float_to_int(x: np.ndarray, dt) -> np.ndarray:
             return r.astype(np.uint64).astype(dt) if bits_of(dt) >= 8 else wrap_i64(r.astype(np.int64), dt)
         mid = np.where(over | under, 0.0, t).astype(np.int64)
         r = np.where(over, np.int64(hi), np.where(under, np.int64(lo), mid))
-        return wrap_i64(r, dt)
+        # saturated into [lo, hi]: nothing left to wrap
+        return r.astype(dt) if bits_of(dt) >= 8 else wrap_i64(r, dt)
 
 
 def convert_values(x: np.ndarray, dt) -> np.ndarray:

@@ -75,10 +75,23 @@ def _max_abs(x: np.ndarray) -> float:
 SEQUENTIAL_COMPLEX_K = 256
 
 
+def _type_bound(dt: np.dtype) -> float:
+    """The largest magnitude of an integer type (infinity if unknown)."""
+    try:
+        info = np.iinfo(dt)
+    except (TypeError, ValueError):
+        return float("inf")
+    return float(max(-int(info.min), int(info.max)))
+
+
 def matmul_exact(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
     """``a @ b`` (batched) in ``cdt``; integer products exact modulo 2**64."""
     if cdt.kind in "iu":
         k = a.shape[-1]
+        if _type_bound(a.dtype) * _type_bound(b.dtype) * max(k, 1) < 2.0 ** 24:
+            # every product and partial sum is an integer below 2**24 whatever
+            # the values: exact in f32 in any order (8-bit operands, k <= 1024)
+            return _blas(a.astype(np.float32), b.astype(np.float32)).astype(cdt)
         a64 = a.astype(cdt, copy=False)
         b64 = b.astype(cdt, copy=False)
         bound = _max_abs(a64) * _max_abs(b64) * max(k, 1)

@@ -144,6 +144,10 @@ def cast_result(x, dtype: np.dtype) -> np.ndarray:
         name = dtype.name
         if name in ("int4", "uint4", "int2", "uint2"):
             bits = int(name[-1])
+        if x.dtype.kind in "iu" and bits < 64 and x.size and dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if int(x.min()) >= info.min and int(x.max()) <= info.max:
+                return x.astype(dtype)  # in range: nothing to wrap
         if x.dtype.kind in "iu" and bits < 64:
             x = x.astype(np.int64) & ((1 << bits) - 1)
             if not name.startswith("u"):
