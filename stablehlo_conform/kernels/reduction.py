@@ -435,12 +435,10 @@ def prefix_scan(kind, x: np.ndarray, axis: int, init):
     into the element type after each step. O(n) instead of O(n * window).
     """
     dtype = x.dtype
-    cdt = _compute_dtype(dtype, kind)
-    if cdt is None or (dtype.kind == "c" and kind == "mul"):
+    fold = _window_ufunc(kind, dtype)
+    if fold is None:
         return None
-    uf = ufunc_for(kind, cdt)
-    if uf is None:
-        return None
+    cdt, uf = fold
     xm = np.moveaxis(x, axis, -1).astype(cdt, copy=False)
     first = np.full(xm.shape[:-1] + (1,), np.asarray(init).astype(cdt), dtype=cdt)
     if cdt != dtype and cdt.kind == "f":
@@ -465,16 +463,23 @@ def _window_step(body, accs, xs):
     return body(*accs, *xs)
 
 
-def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None):
-    """Sequential fold over the window positions in row-major order starting
-    from ``init``, rounding to the element type after every step."""
-    dtype = win.dtype
+def _window_ufunc(kind, dtype: np.dtype):
+    """``(compute dtype, ufunc)`` of a window fold's fast path, or None."""
     cdt = _compute_dtype(dtype, kind)
     if cdt is None or (dtype.kind == "c" and kind == "mul"):
         return None
     uf = ufunc_for(kind, cdt)
-    if uf is None:
+    return None if uf is None else (cdt, uf)
+
+
+def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None):
+    """Sequential fold over the window positions in row-major order starting
+    from ``init``, rounding to the element type after every step."""
+    dtype = win.dtype
+    fold = _window_ufunc(kind, dtype)
+    if fold is None:
         return None
+    cdt, uf = fold
     per_step = cdt != dtype and cdt.kind == "f"
     acc = np.full(out_shape, np.asarray(init).astype(cdt), dtype=cdt)
     for off in offsets:
