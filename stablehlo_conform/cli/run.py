@@ -210,15 +210,15 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         for fam, c in by_op_table(selected):
             other = sum(c.values()) - c["pass"] - c["fail"]
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
-    parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
-    click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     from ..harness.triage import triage, triage_json, triage_lines
 
     groups = triage(selected)
-    if groups and not quiet:
+    if groups and not quiet:  # before the summary, which stays the last line
         click.echo("")
         for line in triage_lines(groups, limit=10):
             click.echo(printable(line))
+    parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
+    click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
            "triage": triage_json(groups), "results": selected}
