@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -180,7 +181,7 @@ def test_planted_wrong_golden_is_golden_wrong(tmp_path):
     v = rec["verdict"]
     assert v["verdict"] == "golden wrong"
     (c,) = v["checks"]
-    assert c["golden_ulp"] == 7 and c["backend_ulp"] == 0
+    assert c["golden_ulp"] == 7 and c["backend_ulp"] == 0 and c["reference"] == "mpmath"
     assert c["examples"][0]["index"] == [2] and c["examples"][0]["exact"] == float(EXP[2])
     assert "verdict: golden wrong" in rec["message"]
 
@@ -189,7 +190,9 @@ def test_golden_within_the_class_passes(tmp_path):
     golden = EXP.copy()
     golden[2] = up(EXP[2], 1)  # exp(10) = 22026.465: 1 ULP is 0.002, over the check's 1e-4
     rec = run_text(tmp_path, exp_program(golden))
-    assert rec["status"] == "pass" and "accuracy classes" in rec["accuracy"]
+    assert rec["status"] == "pass" and "accuracy classes" in rec["accuracy"]["note"]
+    (c,) = rec["accuracy"]["checks"]
+    assert c["golden_ulp"] == 1 and c["backend_ulp"] == 0 and c["verdict"] == "both within bounds"
 
 
 def planted_exp_registry(n: int):
@@ -265,16 +268,7 @@ def test_integer_failure_blames_the_golden(tmp_path):
 
 
 def test_rng_is_spec_silent(tmp_path):
-    text = """func.func @rng_test() {
-  %lo = stablehlo.constant dense<0.0> : tensor<f32>
-  %hi = stablehlo.constant dense<1.0> : tensor<f32>
-  %shape = stablehlo.constant dense<[4]> : tensor<1xi64>
-  %r = stablehlo.rng %lo, %hi, %shape, distribution = UNIFORM : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<4xf32>
-  check.expect_eq_const %r, dense<[2.0, 2.0, 2.0, 2.0]> : tensor<4xf32>
-  func.return
-}
-"""
-    rec = run_text(tmp_path, text)
+    rec = run_text(tmp_path, RNG)
     assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "spec silent"
 
 
@@ -294,3 +288,37 @@ def test_profile_option_of_conform_run(tmp_path):
     bad.write_text("ops = 3\n")
     usage = subprocess.run(cmd + ["--accuracy-profile", str(bad)], capture_output=True, text=True, timeout=300)
     assert usage.returncode == 2 and "accuracy profile" in usage.stderr
+
+
+RNG = """func.func @rng_test() {
+  %lo = stablehlo.constant dense<0.0> : tensor<f32>
+  %hi = stablehlo.constant dense<1.0> : tensor<f32>
+  %shape = stablehlo.constant dense<[4]> : tensor<1xi64>
+  %r = stablehlo.rng %lo, %hi, %shape, distribution = UNIFORM : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<4xf32>
+  check.expect_eq_const %r, dense<[2.0, 2.0, 2.0, 2.0]> : tensor<4xf32>
+  func.return
+}
+"""
+
+
+def test_baseline_accepts_golden_wrong_with_evidence(tmp_path):
+    golden = EXP.copy()
+    golden[2] = up(EXP[2], 7)
+    (tmp_path / "a_exp.mlir").write_text(exp_program(golden))
+    (tmp_path / "b_rng.mlir").write_text(RNG)
+    cli = [sys.executable, "-m", "stablehlo_conform.cli"]
+    r = subprocess.run(cli + ["run", str(tmp_path), "--json", str(tmp_path / "r.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    verdicts = {Path(x["id"]).name: x["verdict"]["verdict"] for x in json.loads((tmp_path / "r.json").read_text())["results"]}
+    assert verdicts == {"a_exp.mlir::exp_test": "golden wrong", "b_rng.mlir::rng_test": "spec silent"}
+    u = subprocess.run(cli + ["baseline", "update", str(tmp_path / "r.json"), "-o", str(tmp_path / "b.json"),
+                              "--accept-golden-wrong"], capture_output=True, text=True, timeout=300)
+    assert u.returncode == 0 and "left out" in u.stdout, u.stdout + u.stderr
+    entries = json.loads((tmp_path / "b.json").read_text())["expected_failures"]
+    ((tid, entry),) = entries.items()
+    assert tid.endswith("a_exp.mlir::exp_test") and entry["reason"].startswith("golden wrong")
+    assert entry["evidence"]["checks"][0]["golden_ulp"] == 7
+    g = subprocess.run(cli + ["run", str(tmp_path), "--baseline", str(tmp_path / "b.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert g.returncode == 1 and "KNOWN" in g.stdout and "REGRESSION" in g.stdout and "rng_test" in g.stdout

@@ -71,11 +71,14 @@ class BaselineEntry:
     id: str
     reason: str = ""
     status: str = ""
+    evidence: dict | None = None  # the verdict that accepted the entry (golden wrong)
 
-    def to_json(self) -> dict[str, str]:
-        d = {"reason": self.reason}
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"reason": self.reason}
         if self.status:
             d["status"] = self.status
+        if self.evidence:
+            d["evidence"] = self.evidence
         return d
 
 
@@ -176,7 +179,9 @@ class Baseline:
                 v = {"reason": v}
             elif not isinstance(v, dict):
                 raise GateError(f"{source}: entry {tid!r} must be an object or a reason string")
-            b.add(BaselineEntry(str(tid), str(v.get("reason", "")), str(v.get("status", ""))))
+            ev = v.get("evidence")
+            b.add(BaselineEntry(str(tid), str(v.get("reason", "")), str(v.get("status", "")),
+                                ev if isinstance(ev, dict) else None))
         return b
 
     @classmethod
@@ -216,16 +221,21 @@ class UpdateStats:
     kept: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     not_run: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # failures not accepted (--accept-golden-wrong)
 
 
 def update_baseline(results: Sequence[dict], existing: Baseline | None = None,
-                    backend: str | None = None, prune: bool = False) -> tuple[Baseline, UpdateStats]:
+                    backend: str | None = None, prune: bool = False,
+                    accept_golden_wrong: bool = False) -> tuple[Baseline, UpdateStats]:
     """A baseline listing every non-passing test of ``results``.
 
     Entries of ``existing`` that still fail keep their id and reason; new
     entries get ``"<status>: <first line of the message>"`` as reason.
     Entries whose test passes now are dropped; entries whose test did not
-    run are kept (dropped with ``prune``).
+    run are kept (dropped with ``prune``). With ``accept_golden_wrong``, new
+    entries are made only for failures whose verdict is ``golden wrong``,
+    with the verdict's summary as reason and its evidence attached; other
+    new failures are left out (they stay regressions).
     """
     existing = existing or Baseline()
     out = Baseline(backend=backend or existing.backend)
@@ -245,6 +255,14 @@ def update_baseline(results: Sequence[dict], existing: Baseline | None = None,
                 stats.kept.append(entry.id)
             continue
         tid = normalize_id(rec["id"])
+        verdict = rec.get("verdict") if isinstance(rec.get("verdict"), dict) else None
+        if accept_golden_wrong:
+            if verdict is None or verdict.get("verdict") != "golden wrong":
+                stats.left_out.append(tid)
+                continue
+            out.add(BaselineEntry(tid, verdict.get("summary", "golden wrong"), rec["status"], verdict))
+            stats.added.append(tid)
+            continue
         reason = first_line(rec.get("message")) or rec["status"]
         if not reason.startswith(rec["status"]):
             reason = f"{rec['status']}: {reason}"
