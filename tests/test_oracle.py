@@ -322,3 +322,92 @@ def test_baseline_accepts_golden_wrong_with_evidence(tmp_path):
     g = subprocess.run(cli + ["run", str(tmp_path), "--baseline", str(tmp_path / "b.json")],
                        capture_output=True, text=True, timeout=300)
     assert g.returncode == 1 and "KNOWN" in g.stdout and "REGRESSION" in g.stdout and "rng_test" in g.stdout
+
+
+# --------------------------------------------------------------------------- #
+# backends that disagree
+# --------------------------------------------------------------------------- #
+
+PROGRAM = """func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %e = stablehlo.exponential %x : tensor<3xf32>
+  %r = stablehlo.add %e, %x : tensor<3xf32>
+  func.return %r : tensor<3xf32>
+}
+"""
+
+
+def test_diff_names_the_wrong_backend():
+    from stablehlo_conform.harness.diff import diff_program, format_report
+
+    (mod,) = frontend.load_text(PROGRAM)
+    report = diff_program(mod, "main", [NumpyBackend(), NumpyBackend(planted_exp_registry(6))], [X])
+    assert report["status"] == "disagree"
+    first = report["first_divergence"]
+    assert first["op"] == "stablehlo.exponential" and first["accuracy"] == "ulp<=1"
+    v = first["verdict"]
+    assert v["verdict"] == "backend wrong" and v["wrong"] == ["numpy#2"] and v["reference"] == "mpmath"
+    assert v["backends"] == {"numpy": {"within": True, "max_ulp_from_exact": 0},
+                             "numpy#2": {"within": False, "max_ulp_from_exact": 6}}
+    assert any(line.startswith("verdict: backend wrong (numpy#2)") for line in format_report(report))
+
+
+def test_disagreeing_checked_values_are_judged(tmp_path):
+    from stablehlo_conform.harness.diff import test_values
+    from stablehlo_conform.oracle.verdict import judge_backends
+
+    (mod,) = frontend.load_text(exp_program(EXP))
+    (func,) = mod.tests()
+    values = {"numpy": test_values(NumpyBackend(), mod, func, Options()),
+              "vendor": test_values(NumpyBackend(planted_exp_registry(2)), mod, func, Options())}
+    v = judge_backends(mod, func, Options(), values)
+    assert v["verdict"] == "backend wrong" and v["wrong"] == ["vendor"]
+    assert v["backends"]["vendor"]["max_ulp_from_exact"] == 2
+
+
+# --------------------------------------------------------------------------- #
+# the official testdata
+# --------------------------------------------------------------------------- #
+
+TESTDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite" / "testdata"
+
+
+def suite_record(name: str, backend=None) -> dict:
+    path = TESTDATA / f"{name}.mlir"
+    if not path.exists():
+        pytest.skip("../shared/stablehlo-suite is absent")
+    (mod,) = frontend.load_file(path)
+    (func,) = mod.tests()
+    backend = backend or NumpyBackend()
+    rec = base_record(str(path), f"{path}::main", "main", 1)
+    rec.update(backend.run_test(mod, func, Options()))
+    if rec["status"] == "fail":
+        judge_record(mod, func, Options(), rec, backend)
+    return rec
+
+
+def test_planted_exp_kernel_on_the_official_testdata():
+    rec = suite_record("exp_float32_20_20", NumpyBackend(planted_exp_registry(3)))
+    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "backend wrong"
+    c = rec["verdict"]["checks"][0]
+    assert c["backend_ulp"] == 3 and c["reference"] == "mpmath"
+
+
+def test_known_failure_pow_complex64_is_golden_wrong():
+    rec = suite_record("pow_complex64_20_30_complex64_20_30")
+    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "golden wrong"
+    (c,) = rec["verdict"]["checks"]
+    assert c["reference"] == "mpmath" and c["backend_ulp"] == 0 and c["golden_ulp"] == 41
+
+
+@pytest.mark.parametrize("name,reference", [
+    ("conv_general_dilated_float32_2_3_9_float32_12_1_3", "float64"),
+    ("cos_complex64_20_20", "float64 program"),
+    ("cosh_complex64_20_20_chlo", "mpmath"),
+    ("cumprod_complex64_8_9", "float64"),
+    ("triangular_solve_float32_2_8_8_float32_2_10_8", "float64"),
+])
+def test_known_failures_within_the_accuracy_classes(name, reference):
+    rec = suite_record(name)
+    assert rec["status"] == "pass", rec.get("verdict")
+    assert all(c["reference"] == reference and c["verdict"] == "both within bounds"
+               for c in rec["accuracy"]["checks"])
