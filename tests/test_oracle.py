@@ -411,3 +411,17 @@ def test_known_failures_within_the_accuracy_classes(name, reference):
     assert rec["status"] == "pass", rec.get("verdict")
     assert all(c["reference"] == reference and c["verdict"] == "both within bounds"
                for c in rec["accuracy"]["checks"])
+
+
+def test_verdict_in_junit_and_html(tmp_path):
+    from stablehlo_conform.harness.reports.html import render_html
+    from stablehlo_conform.harness.reports.junit import junit_tree
+
+    golden = EXP.copy()
+    golden[2] = up(EXP[2], 7)
+    rec = run_text(tmp_path, exp_program(golden))
+    doc = {"backend": "numpy", "results": [rec]}
+    tc = junit_tree([doc]).getroot().find(".//testcase")
+    assert tc.find("properties/property").attrib == {"name": "verdict", "value": "golden wrong"}
+    assert "verdict: golden wrong" in tc.find("failure").text
+    assert "verdict: golden wrong" in render_html([doc])
