@@ -425,3 +425,18 @@ def test_verdict_in_junit_and_html(tmp_path):
     assert tc.find("properties/property").attrib == {"name": "verdict", "value": "golden wrong"}
     assert "verdict: golden wrong" in tc.find("failure").text
     assert "verdict: golden wrong" in render_html([doc])
+
+
+def test_compare_disagreement_by_class(tmp_path):
+    from stablehlo_conform.harness.diff import compare_test
+    from stablehlo_conform.harness import backends as B
+
+    (mod,) = frontend.load_text(exp_program(EXP))
+    (func,) = mod.tests()
+    B._cache["planted-exp-2"] = NumpyBackend(planted_exp_registry(2))  # 2 ULP: within the 4-ULP budget
+    try:
+        out = compare_test(mod, func, Options(compare=("numpy", "planted-exp-2")))
+    finally:
+        B._cache.pop("planted-exp-2")
+    assert out["disagreements"] and "planted-exp-2 outside the accuracy class" in out["disagreements"][0]
+    assert out["compare_verdict"]["verdict"] == "backend wrong"

@@ -451,7 +451,10 @@ def test_values(backend: Any, module: Module, func: Func, opts: Any) -> list[np.
 def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
     """Run a test on every backend of ``opts.compare`` and compare the
     checked values with the first backend that ran: ``compare`` (backend ->
-    ``ok`` or its error) and ``disagreements`` (messages)."""
+    ``ok`` or its error) and ``disagreements`` (messages). The accuracy
+    classes have the last word: backends all within the class of the exact
+    values agree (``compare_accuracy``), a backend outside it disagrees
+    (``compare_verdict``)."""
     from .backends import get_backend
     from .backends.base import check_ops
 
@@ -477,11 +480,23 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
                 loc = checks[i].loc if i < len(checks) else "?"
                 disagreements.append(f"{other} vs {base} at check #{i} ({loc}): {c['message']}")
     out: dict[str, Any] = {"compare": statuses, "disagreements": disagreements}
-    if disagreements:
-        from ..oracle.verdict import judge_backends
+    if len(ran) > 1:
+        # the accuracy classes decide: every backend within the class of the
+        # exact values agrees; one outside it disagrees whatever the budget says
+        from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends
 
         try:
-            out["compare_verdict"] = judge_backends(module, func, opts, {n: values[n] for n in ran})
+            verdict = judge_backends(module, func, opts, {n: values[n] for n in ran})
         except ConformError:
-            pass
+            verdict = None
+        if verdict is not None and verdict["verdict"] == BOTH_WITHIN:
+            out["disagreements"] = []
+            out["compare_accuracy"] = verdict["summary"]
+        elif verdict is not None and verdict["verdict"] == BACKEND_WRONG:
+            if not disagreements:
+                out["disagreements"] = [f"{', '.join(verdict['wrong'])} outside the accuracy class: "
+                                        f"{verdict['summary']}"]
+            out["compare_verdict"] = verdict
+        elif disagreements and verdict is not None:
+            out["compare_verdict"] = verdict
     return out
