@@ -422,7 +422,6 @@ def test_verdict_in_junit_and_html(tmp_path):
     rec = run_text(tmp_path, exp_program(golden))
     doc = {"backend": "numpy", "results": [rec]}
     tc = junit_tree([doc]).getroot().find(".//testcase")
-    assert tc.find("properties/property").attrib == {"name": "verdict", "value": "golden wrong"}
     assert "verdict: golden wrong" in tc.find("failure").text
     assert "verdict: golden wrong" in render_html([doc])
 
@@ -440,3 +439,17 @@ def test_compare_disagreement_by_class(tmp_path):
         B._cache.pop("planted-exp-2")
     assert out["disagreements"] and "planted-exp-2 outside the accuracy class" in out["disagreements"][0]
     assert out["compare_verdict"]["verdict"] == "backend wrong"
+
+
+def test_profile_option_of_the_pytest_plugin(tmp_path):
+    golden = EXP.copy()
+    golden[2] = up(EXP[2], 7)
+    (tmp_path / "p.mlir").write_text(exp_program(golden))
+    (tmp_path / "loose.toml").write_text('[ops."stablehlo.exponential"]\nf32 = 8\n')
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "stablehlo_conform", "-q",
+           str(tmp_path / "p.mlir")]
+    strict = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert strict.returncode == 1 and "verdict: golden wrong" in strict.stdout, strict.stdout[-2000:]
+    loose = subprocess.run(cmd + ["--conform-accuracy-profile", str(tmp_path / "loose.toml")],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert loose.returncode == 0, loose.stdout[-2000:]

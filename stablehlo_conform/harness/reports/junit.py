@@ -84,10 +84,6 @@ def testcase(rec: dict, baseline: Baseline | None = None) -> ET.Element:
         out = ET.SubElement(tc, "system-out")
         out.text = _clean(_details(rec))
         return tc
-    verdict = rec.get("verdict")
-    if isinstance(verdict, dict) and verdict.get("verdict"):
-        props = ET.SubElement(tc, "properties")
-        ET.SubElement(props, "property", {"name": "verdict", "value": _clean(verdict["verdict"])})
     tag = "error" if status in ERROR_STATUSES else "failure"
     el = ET.SubElement(tc, tag, {"message": msg, "type": status})
     el.text = _clean(_details(rec))
