@@ -453,3 +453,15 @@ def test_profile_option_of_the_pytest_plugin(tmp_path):
     loose = subprocess.run(cmd + ["--conform-accuracy-profile", str(tmp_path / "loose.toml")],
                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert loose.returncode == 0, loose.stdout[-2000:]
+
+
+def test_a_failure_that_is_no_value_check_says_so(tmp_path):
+    rec = run_text(tmp_path, """func.func @t() {
+  %a = arith.constant 5 : index
+  %b = arith.constant 4 : index
+  %lt = arith.cmpi slt, %a, %b : index
+  cf.assert %lt, "five is not below four"
+  func.return
+}
+""")
+    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "no reference"

@@ -494,8 +494,8 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
             out["compare_accuracy"] = verdict["summary"]
         elif verdict is not None and verdict["verdict"] == BACKEND_WRONG:
             if not disagreements:
-                out["disagreements"] = [f"{', '.join(verdict['wrong'])} outside the accuracy class: "
-                                        f"{verdict['summary']}"]
+                out["disagreements"] = [f"{', '.join(verdict['wrong'])} outside the accuracy class of the exact "
+                                        f"values (within the type's ULP budget of {ran[0]})"]
             out["compare_verdict"] = verdict
         elif disagreements and verdict is not None:
             out["compare_verdict"] = verdict

@@ -713,6 +713,9 @@ def judge_record(module: Module, func, opts: Any, rec: dict[str, Any], backend: 
         return
     v = out["verdict"]
     if v is None:  # a failure that is not a check's (cf.assert, ...): nothing to judge
+        if was == "fail":
+            rec["verdict"] = {"verdict": NO_REFERENCE, "checks": [],
+                              "summary": f"{NO_REFERENCE}: the failure is not a value check"}
         return
     if was == "pass":
         rec["status"] = "fail"
