@@ -327,7 +327,9 @@ def class_of(op, profile: Profile | None = None) -> AccuracyClass:
 
 def chain_class(classes: list[AccuracyClass]) -> AccuracyClass:
     """The class of a value computed by several rounding ops in a row: their
-    ULP bounds add up (each counted as at least 1 ULP)."""
+    ULP bounds add up (each counted as at least 1 ULP, an accumulating op as
+    K ULP). A heuristic, not a bound: cancellation between the ops can make
+    the error of the whole larger in ULP of the result."""
     if len(classes) == 1:
         return classes[0]
     if any(c.kind == IMPLEMENTATION for c in classes):
