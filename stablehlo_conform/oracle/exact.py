@@ -535,12 +535,59 @@ def _mp_erf_inv(x):
     return y
 
 
+def _bessel_ie(nu: int, x):
+    """``I_nu(|x|) exp(-|x|)`` for ``nu`` in (0, 1), odd in ``x`` for ``nu = 1``: the power series
+    (in fixed point for ``|x| >= 2**-10``) up to ``|x| = max(150, 0.35 P)``, the asymptotic series
+    ``(2 pi x)**-1/2 sum (-1)**k a_k(nu) / x**k`` beyond (its smallest term is below ``2**-P``
+    there). Faster than mpmath's general ``besseli``."""
+    ax = abs(x)
+    if ax == 0:
+        return _MPF(1 - nu)
+    prec = _MP.prec
+    eps = mpmath.ldexp(1, -(prec + 25))
+    with mpmath.workprec(prec + 30):
+        if ax > max(0.35 * (prec + 30) + 2, 150):
+            mu = 4 * nu * nu
+            term = s = _MPF(1)
+            k = 1
+            while True:
+                term = -term * (mu - (2 * k - 1) ** 2) / (k * 8 * ax)
+                s += term
+                if abs(term) < abs(s) * eps:
+                    break
+                k += 1
+            r = s / mpmath.sqrt(2 * _MP.pi * ax)
+        elif ax < 2 ** -10:
+            q = ax * ax / 4
+            term = s = (ax / 2) ** nu
+            k = 1
+            while True:
+                term = term * q / (k * (k + nu))
+                s += term
+                if term <= s * eps:
+                    break
+                k += 1
+            r = s * mpmath.exp(-ax)
+        else:
+            wp = prec + 80
+            xf = int(mpmath.ldexp(ax, wp))
+            q = (xf * xf) >> (wp + 2)
+            term = s = (xf >> 1) if nu else (1 << wp)
+            k = 1
+            while term:
+                term = (term * q >> wp) // (k * (k + nu))
+                s += term
+                k += 1
+            r = mpmath.ldexp(_MPF(s), -wp) * mpmath.exp(-ax)
+    return -r if (nu == 1 and x < 0) else +r
+
+
 def _mp_i0e(x):
-    return mpmath.besseli(0, x) * mpmath.exp(-abs(x))
+    return _bessel_ie(0, x)
 
 
 def _mp_i1e(x):
-    return mpmath.besseli(1, x) * mpmath.exp(-abs(x))
+    return _bessel_ie(1, x)
 
 
 def _mp_cbrt(x):
