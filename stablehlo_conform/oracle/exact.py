@@ -152,6 +152,12 @@ def _round_mpf(v, fmt: Format, trusted: int | None) -> tuple[float, bool]:
         return math.nan, False
     e = exp + bc - 1
     q = max(e, fmt.emin) - (fmt.p - 1)
+    if e > 1100:  # far beyond every format's range (no huge integers below)
+        return _overflow(bool(sign), fmt), False
+    if e < q - 2:  # below a quarter of the smallest subnormal: rounds to zero
+        if not fmt.has_zero:
+            return (math.nan if sign else math.ldexp(1.0, fmt.emin)), False
+        return _zero(bool(sign), fmt), False
     shift = q - exp
     ambiguous = False
     if shift <= 0:
@@ -535,12 +541,59 @@ def _mp_erf_inv(x):
     return y
 
 
+def _bessel_ie(nu: int, x):
+    """``I_nu(|x|) exp(-|x|)`` for ``nu`` in (0, 1), odd in ``x`` for ``nu = 1``: the power series
+    (in fixed point for ``|x| >= 2**-10``) up to ``|x| = max(150, 0.35 P)``, the asymptotic series
+    ``(2 pi x)**-1/2 sum (-1)**k a_k(nu) / x**k`` beyond (its smallest term is below ``2**-P``
+    there). Faster than mpmath's general ``besseli``."""
+    ax = abs(x)
+    if ax == 0:
+        return _MPF(1 - nu)
+    prec = _MP.prec
+    eps = mpmath.ldexp(1, -(prec + 25))
+    with mpmath.workprec(prec + 30):
+        if ax > max(0.35 * (prec + 30) + 2, 150):
+            mu = 4 * nu * nu
+            term = s = _MPF(1)
+            k = 1
+            while True:
+                term = -term * (mu - (2 * k - 1) ** 2) / (k * 8 * ax)
+                s += term
+                if abs(term) < abs(s) * eps:
+                    break
+                k += 1
+            r = s / mpmath.sqrt(2 * _MP.pi * ax)
+        elif ax < 2 ** -10:
+            q = ax * ax / 4
+            term = s = (ax / 2) ** nu
+            k = 1
+            while True:
+                term = term * q / (k * (k + nu))
+                s += term
+                if term <= s * eps:
+                    break
+                k += 1
+            r = s * mpmath.exp(-ax)
+        else:
+            wp = prec + 80
+            xf = int(mpmath.ldexp(ax, wp))
+            q = (xf * xf) >> (wp + 2)
+            term = s = (xf >> 1) if nu else (1 << wp)
+            k = 1
+            while term:
+                term = (term * q >> wp) // (k * (k + nu))
+                s += term
+                k += 1
+            r = mpmath.ldexp(_MPF(s), -wp) * mpmath.exp(-ax)
+    return -r if (nu == 1 and x < 0) else +r
+
+
 def _mp_i0e(x):
-    return mpmath.besseli(0, x) * mpmath.exp(-abs(x))
+    return _bessel_ie(0, x)
 
 
 def _mp_i1e(x):
-    return mpmath.besseli(1, x) * mpmath.exp(-abs(x))
+    return _bessel_ie(1, x)
 
 
 def _mp_cbrt(x):
@@ -733,8 +786,9 @@ def _round_value(val: _Value, fmt: Format):
         last = val.prec >= _MAX_PREC
         if isinstance(val.v, mpmath.mpc):
             tr, ti = val.t if val.t is not None else (None, None)
-            rr, ar = _round_part(val.v.real, fmt, None if last else tr, val)
-            ri, ai = _round_part(val.v.imag, fmt, None if last else ti, val)
+            re, im = val.v.real, val.v.imag
+            rr, ar = _round_part(re, fmt, None if last else tr, val, im)
+            ri, ai = _round_part(im, fmt, None if last else ti, val, re)
             r, amb = complex(rr, ri), ar or ai
         else:
             r, amb = _round_part(val.v, fmt, None if last else val.t, val)
@@ -745,10 +799,22 @@ def _round_value(val: _Value, fmt: Format):
     return r
 
 
-def _round_part(v, fmt, t, val):
+def _round_part(v, fmt, t, val, other=None):
     if v == 0 and not mpmath.isnan(v):
         return val.zero_value, False
+    if other is not None and mpmath.isfinite(v) and _from_stand_in(v, other):
+        return _zero(v < 0, fmt), False
     return _round_mpf(v, fmt, t)
+
+
+def _from_stand_in(part, other) -> bool:
+    """A part of a complex value that only the stand-ins for zero parts made non-zero: below
+    ``2**(_TINY_EXP / 2)``, absolutely or relative to the other part (exact values of float
+    arguments never come near: their parts are at most a few thousand binades apart)."""
+    m = int(mpmath.mag(part))
+    if m < _TINY_EXP // 2:
+        return True
+    return bool(other != 0 and mpmath.isfinite(other) and m < int(mpmath.mag(other)) + _TINY_EXP // 2)
 
 
 def _make_value(op: str, d: OpDef, xs: tuple) -> _Value:
@@ -983,20 +1049,22 @@ def _complex_abs(x, dtype, fmt):
 def _hi_lo(v: _Value):
     """The unrounded value as a pair of f64 (complex128) numbers whose sum is it."""
     if v.fixed is not None:
-        return v.fixed, 0.0 * v.fixed if isinstance(v.fixed, complex) else 0.0
+        return v.fixed, complex(0.0, 0.0) if isinstance(v.fixed, complex) else 0.0
     x = v.v
 
-    def split(p, zero):
+    def split(p, zero, other=None):
         if p == 0:
             return zero, 0.0
+        if other is not None and mpmath.isfinite(p) and _from_stand_in(p, other):
+            return (-0.0 if p < 0 else 0.0), 0.0
         h = float(p) if mpmath.isfinite(p) or mpmath.isinf(p) else math.nan
         if not math.isfinite(h):
             return h, 0.0
         return h, float(p - h)
 
     if isinstance(x, mpmath.mpc):
-        hr, lr = split(x.real, 0.0)
-        hi_, li = split(x.imag, 0.0)
+        hr, lr = split(x.real, 0.0, x.imag)
+        hi_, li = split(x.imag, 0.0, x.real)
         return complex(hr, hi_), complex(lr, li)
     return split(x, v.zero_value)
 
@@ -1015,12 +1083,12 @@ def _part_error(actual, hi, lo, cr, fmt: Format) -> np.ndarray:
         err = np.abs((a - hi) - lo) / _ulp(hi, fmt)
         err = np.where(np.isinf(a) & ~np.isinf(hi), np.inf, err)
         same = (a == cr) | (np.isnan(a) & np.isnan(cr))
-        err = np.where(same, np.minimum(err, 0.5), err)
+        err = np.where(same, np.fmin(err, 0.5), err)
         exact_nan = np.isnan(hi)
         err = np.where(exact_nan, np.where(np.isnan(a), 0.0, np.inf), err)
         exact_inf = np.isinf(hi)
         err = np.where(exact_inf, np.where(a == hi, 0.0, np.where(same, 0.5, np.inf)), err)
-        err = np.where(np.isnan(a) & ~exact_nan, np.inf, err)
+        err = np.where(np.isnan(a) & ~exact_nan & ~same, np.inf, err)
         return np.where(np.isnan(err), np.inf, err)
 
 
