@@ -465,3 +465,23 @@ def test_a_failure_that_is_no_value_check_says_so(tmp_path):
 }
 """)
     assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "no reference"
+
+
+def test_profile_from_a_measured_accuracy_table(tmp_path):
+    cli = [sys.executable, "-m", "stablehlo_conform.cli"]
+    r = subprocess.run(cli + ["accuracy", "--op", "exponential", "--type", "f8E4M3FN", "-q",
+                              "--json", str(tmp_path / "t.json")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    table = json.loads((tmp_path / "t.json").read_text())
+    # the numpy kernel is correctly rounded on every f8E4M3FN value: max error 0.5 ULP, bound 0
+    assert table["cells"][0]["max_ulp"] == 0.5
+    script = Path(__file__).resolve().parents[1] / "scripts" / "accuracy_profile.py"
+    s = subprocess.run([sys.executable, str(script), str(tmp_path / "t.json"), "-o", str(tmp_path / "p.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert s.returncode == 0, s.stderr
+    prof = C.Profile.load(tmp_path / "p.json")
+    assert prof.ops == {"stablehlo.exponential": {"f8E4M3FN": 0}}
+    # a cell measured 1.4 ULP from the exact value is at most 1 ULP from the correctly rounded one
+    cell = dict(table["cells"][0], max_ulp=1.4, type="f32", correctly_rounded=200)
+    doc, left = C.profile_from_table({"cells": [cell, dict(cell, type="bf16", max_ulp="inf")]})
+    assert doc["ops"] == {"stablehlo.exponential": {"f32": 1}} and len(left) == 1

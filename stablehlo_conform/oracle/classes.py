@@ -203,6 +203,39 @@ def profile_from(opts: Any) -> Profile | None:
     return _cached_profile(str(path)) if path else None
 
 
+def profile_from_table(doc: dict, backend: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """An accuracy profile (``{"ops": {op: {type: ULP}}}``) from the JSON of
+    ``conform accuracy --json``: per measured cell of ``backend`` (default:
+    the table's only backend) the smallest ULP distance from the correctly
+    rounded result that covers its max error: 0 when every result was
+    correctly rounded, else ``floor(max_ulp + 0.5)`` (``max_ulp`` is measured
+    from the exact value, the correctly rounded result is within 0.5 of it).
+    Returns the profile and the cells left out (not run, or
+    a non-finite error: no bound)."""
+    cells = doc.get("cells", []) if isinstance(doc, dict) else []
+    names = sorted({c.get("backend") for c in cells})
+    if backend is None:
+        if len(names) != 1:
+            raise ProfileError(f"the table measures {', '.join(map(str, names)) or 'no backend'}: name one")
+        backend = names[0]
+    ops: dict[str, dict[str, Any]] = {}
+    left_out: list[str] = []
+    for c in cells:
+        if c.get("backend") != backend:
+            continue
+        where = f"{c.get('op')} {c.get('type')}"
+        m = c.get("max_ulp")
+        if c.get("status") != "ok" or not isinstance(m, (int, float)) or m != m or m == float("inf"):
+            left_out.append(f"{where}: {c.get('status')} {c.get('message') or m}".strip())
+            continue
+        every = c.get("n") is not None and c.get("correctly_rounded") == c.get("n")
+        ops.setdefault(str(c["op"]), {})[str(c["type"])] = 0 if every else int(np.floor(float(m) + 0.5))
+    if not ops and not left_out:
+        raise ProfileError(f"no cell of backend {backend!r} in the table")
+    return {"about": f"ULP bounds of backend {backend} measured by: {doc.get('meta', {}).get('command', '')}",
+            "ops": ops}, left_out
+
+
 def accuracy_profile_option(path: str, usage_error: type[Exception]) -> str:
     """Validate ``--accuracy-profile PATH``; returns the absolute path (worker
     processes load it again)."""
