@@ -60,6 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Expected failures: listed tests that do not pass are xfailed with the reason.")
     group.addoption("--conform-timeout", default=None, type=float, metavar="SECONDS",
                     help="Seconds per test program (default 60, 0: none).")
+    group.addoption("--conform-accuracy-profile", default=None, metavar="FILE",
+                    help="ULP bounds per op and element type (TOML or JSON) for the accuracy classes.")
     parser.addini("conform", type="bool", default=False,
                   help="Collect StableHLO test programs under the given paths (like --conform).")
     parser.addini("conform_backend", default="numpy", help="Backend for StableHLO test programs.")
@@ -193,7 +195,13 @@ def _options(config: pytest.Config):
         budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
     except (ValueError, OSError, AttributeError):  # pragma: no cover
         budget = None
-    return Options(backend=_backend_name(config), timeout=timeout, max_bytes=budget)
+    opts = Options(backend=_backend_name(config), timeout=timeout, max_bytes=budget)
+    profile = config.getoption("conform_accuracy_profile", None)
+    if profile:
+        from .oracle.classes import accuracy_profile_option
+
+        opts.extra["accuracy_profile"] = accuracy_profile_option(profile, pytest.UsageError)
+    return opts
 
 
 class ProgramItem(pytest.Item):

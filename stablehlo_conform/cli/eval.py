@@ -224,7 +224,9 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
               help="Run every op alone on every backend: on mismatch (auto), always or never.")
 @click.option("--max-ops", default=300, show_default=True, help="Op runs compared when localising.")
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
-def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout):
+@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+              help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
+def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, accuracy_profile):
     """Run PROGRAM on several backends with the same inputs and compare."""
     from ..harness.backends import available
     from ..harness.diff import DiffOptions, diff_program, format_report
@@ -248,6 +250,10 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     func = _entry(module, entry)
     args = _inputs(func, inputs_path, True, seed)
     opts = DiffOptions(timeout=timeout or None, localise=localise, max_ops=max_ops)
+    if accuracy_profile:
+        from ..oracle.classes import accuracy_profile_option
+
+        opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     try:
         report = diff_program(module, func.name, names, args, opts)
     except ConformError as e:

@@ -96,8 +96,10 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Gate on the pass rate of op families, e.g. stablehlo.add=0.9 (repeatable) or 0.95 for all.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write a JUnit XML report.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
+@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+              help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
 def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, by_op, max_memory, compare,
-        resume, quiet, baseline_path, min_pass_rate, junit_path, html_path):
+        resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, accuracy_profile):
     """Run every test in PATHS (files or folders, recursive).
 
     Exit code 0 when the gate passes (by default: every test passed; with
@@ -127,6 +129,10 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout, max_bytes=_memory_budget(max_memory),
                    pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
+    if accuracy_profile:
+        from ..oracle.classes import accuracy_profile_option
+
+        opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     if backend != "numpy":
         from ..harness.backends import available
 
@@ -138,7 +144,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
                    keep=jsonl_path if resume else None)
     settings = {"backend": backend, "compare": list(opts.compare), "timeout": timeout, "load_timeout": load_timeout,
                 "max_bytes": opts.max_bytes, "pattern": pattern,
-                "paths": sorted(str(Path(p).resolve()) for p in paths)}
+                "paths": sorted(str(Path(p).resolve()) for p in paths),
+                "accuracy_profile": str(Path(accuracy_profile).resolve()) if accuracy_profile else None}
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
     selected: list[dict] = []
     done: set[str] = set()
@@ -210,15 +217,15 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         for fam, c in by_op_table(selected):
             other = sum(c.values()) - c["pass"] - c["fail"]
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
-    parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
-    click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     from ..harness.triage import triage, triage_json, triage_lines
 
     groups = triage(selected)
-    if groups and not quiet:
+    if groups and not quiet:  # before the summary, which stays the last line
         click.echo("")
         for line in triage_lines(groups, limit=10):
             click.echo(printable(line))
+    parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
+    click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
            "triage": triage_json(groups), "results": selected}

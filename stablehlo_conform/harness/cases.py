@@ -309,6 +309,10 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
         backend = get_backend(opts.backend)
         outcome = backend.run_test(mod, func, opts)
         rec.update(outcome)
+        from ..oracle.verdict import judge_record, needs_oracle
+
+        if rec["status"] == "fail" or needs_oracle(mod):
+            judge_record(mod, func, opts, rec, backend)
         if opts.compare:
             from .diff import compare_test
 
@@ -317,6 +321,9 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
             if cmp["disagreements"] and rec["status"] == "pass":
                 rec["status"] = "fail"
                 rec["message"] = "backends disagree: " + "; ".join(cmp["disagreements"][:3])
+                if cmp.get("compare_verdict"):
+                    rec["verdict"] = cmp["compare_verdict"]
+                    rec["message"] += f"\nverdict: {rec['verdict']['summary']}"
     except ConformError as e:
         from .support import unsupported_message
 

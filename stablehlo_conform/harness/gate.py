@@ -77,11 +77,14 @@ class BaselineEntry:
     id: str
     reason: str = ""
     status: str = ""
+    evidence: dict | None = None  # the verdict that accepted the entry (golden wrong)
 
-    def to_json(self) -> dict[str, str]:
-        d = {"reason": self.reason}
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"reason": self.reason}
         if self.status:
             d["status"] = self.status
+        if self.evidence:
+            d["evidence"] = self.evidence
         return d
 
 
@@ -210,7 +213,9 @@ class Baseline:
                 v = {"reason": v}
             elif not isinstance(v, dict):
                 raise GateError(f"{source}: entry {tid!r} must be an object or a reason string")
-            b.add(BaselineEntry(str(tid), str(v.get("reason", "")), str(v.get("status", ""))))
+            ev = v.get("evidence")
+            b.add(BaselineEntry(str(tid), str(v.get("reason", "")), str(v.get("status", "")),
+                                ev if isinstance(ev, dict) else None))
         sigs = doc.get("expected_signatures", {})
         if not isinstance(sigs, dict):
             raise GateError(f"{source}: expected_signatures must be an object of signature -> entry")
@@ -261,17 +266,22 @@ class UpdateStats:
     kept: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     not_run: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # failures not accepted (--accept-golden-wrong)
 
 
 def update_baseline(results: Sequence[dict], existing: Baseline | None = None,
-                    backend: str | None = None, prune: bool = False) -> tuple[Baseline, UpdateStats]:
+                    backend: str | None = None, prune: bool = False,
+                    accept_golden_wrong: bool = False) -> tuple[Baseline, UpdateStats]:
     """A baseline listing every non-passing test of ``results``.
 
     Entries of ``existing`` that still fail keep their id and reason; new
     entries get ``"<status>: <first line of the message>"`` as reason.
     Entries whose test passes now are dropped; entries whose test did not
     run are kept (dropped with ``prune``). Signature entries are kept as they
-    are, and the failures they cover are not listed one by one.
+    are, and the failures they cover are not listed one by one. With ``accept_golden_wrong``, new
+    entries are made only for failures whose verdict is ``golden wrong``,
+    with the verdict's summary as reason and its evidence attached; other
+    new failures are left out (they stay regressions).
     """
     existing = existing or Baseline()
     out = Baseline(backend=backend or existing.backend, signatures=dict(existing.signatures))
@@ -293,6 +303,14 @@ def update_baseline(results: Sequence[dict], existing: Baseline | None = None,
                 stats.kept.append(entry.id)
             continue
         tid = normalize_id(rec["id"])
+        verdict = rec.get("verdict") if isinstance(rec.get("verdict"), dict) else None
+        if accept_golden_wrong:
+            if verdict is None or verdict.get("verdict") != "golden wrong":
+                stats.left_out.append(tid)
+                continue
+            out.add(BaselineEntry(tid, verdict.get("summary", "golden wrong"), rec["status"], verdict))
+            stats.added.append(tid)
+            continue
         reason = first_line(rec.get("message")) or rec["status"]
         if not reason.startswith(rec["status"]):
             reason = f"{rec['status']}: {reason}"
