@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UnsupportedOp
-from .base import BackendError, BackendUnavailable, NativeBackend
+from .base import BackendError, BackendUnavailable
+from .native import NativeBackend
 
 
 class XlaBackend(NativeBackend):
