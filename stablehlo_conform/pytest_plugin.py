@@ -97,11 +97,12 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = _backend_name(config)
     if backend != "numpy" and (_enabled(config) or any(
             str(a).split("::")[0].endswith(SUFFIXES) for a in config.args)):
-        from .harness.backends import available
+        from .harness.backends import BackendUnavailable, check_name
 
-        if backend not in available():
-            raise pytest.UsageError(
-                f"--conform-backend: unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
+        try:
+            check_name(backend)
+        except BackendUnavailable as e:
+            raise pytest.UsageError(f"--conform-backend: {e}") from None
     config.addinivalue_line("markers", "conform: a StableHLO test program run by stablehlo-conform")
 
 

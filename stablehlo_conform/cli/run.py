@@ -70,7 +70,12 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Worker processes.")
 @click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
-@click.option("--backend", default="numpy", show_default=True, help="Backend that runs the tests.")
+@click.option("--backend", default="numpy", show_default=True,
+              help="Backend that runs the tests: numpy, reference, xla, iree, pjrt:PATH.so, pjrt:NAME, a plugin.")
+@click.option("--pjrt-option", "pjrt_options", multiple=True, metavar="KEY=VALUE",
+              help="Create option of a pjrt: backend's client (repeatable; typed: true/false, int, float, [1,2], "
+                   "else string).")
+@click.option("--pjrt-device", type=click.IntRange(0), default=None, help="Device index of a pjrt: backend.")
 @click.option("--by-op", is_flag=True, help="Print a pass table per op family.")
 @click.option("--max-memory", type=float, default=None,
               help="Memory budget per op result, in MiB (default: a quarter of RAM).")
@@ -86,8 +91,8 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Gate on the pass rate of op families, e.g. stablehlo.add=0.9 (repeatable) or 0.95 for all.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write a JUnit XML report.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
-def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, compare, resume,
-        quiet, baseline_path, min_pass_rate, junit_path, html_path):
+def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, pjrt_options, pjrt_device, by_op, max_memory,
+        compare, resume, quiet, baseline_path, min_pass_rate, junit_path, html_path):
     """Run every test in PATHS (files or folders, recursive).
 
     Exit code 0 when the gate passes (by default: every test passed; with
@@ -110,14 +115,9 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     files = discover(list(paths))
     if not files:
         raise click.UsageError("no .mlir / bytecode files found")
+    backend = backend_name(backend, pjrt_options, pjrt_device)
     opts = Options(backend=backend, timeout=timeout or None, max_bytes=_memory_budget(max_memory), pattern=pattern,
                    compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
-    if backend != "numpy":
-        from ..harness.backends import BackendUnavailable, available
-
-        if backend not in available():
-            raise click.UsageError(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
-        del BackendUnavailable
     if resume and not jsonl_path:
         raise click.UsageError("--resume needs --jsonl FILE (the stream to continue)")
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
@@ -179,6 +179,25 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
     if json_path:
         Path(json_path).write_text(json.dumps(doc, indent=1))
     sys.exit(_finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path))
+
+
+def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
+    """The backend's full name (``--pjrt-option``/``--pjrt-device`` folded
+    into a ``pjrt:`` name); a usage error when it names no backend."""
+    from ..harness.backends import BackendUnavailable, check_name
+
+    try:
+        if pjrt_options or pjrt_device is not None:
+            if not backend.startswith("pjrt:"):
+                raise BackendUnavailable("--pjrt-option/--pjrt-device need a pjrt: backend")
+            from ..harness.backends.pjrt import with_options
+
+            backend = with_options(backend, tuple(pjrt_options), pjrt_device)
+        if backend != "numpy":
+            check_name(backend)
+    except BackendUnavailable as e:
+        raise click.UsageError(str(e)) from None
+    return backend
 
 
 def _finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path) -> int:

@@ -61,9 +61,13 @@ class NativeBackend(Backend):
         self.check_available()
         if not isolate:
             return self.execute(text, args)
+        return self.child().call("execute", text, args, timeout=getattr(opts, "timeout", None))
+
+    def child(self) -> Isolated:
+        """This backend's long-lived child process (started on first use)."""
         if self._child is None:
             self._child = Isolated(self.spec, self.name, self.init)
-        return self._child.call("execute", text, args, timeout=getattr(opts, "timeout", None))
+        return self._child
 
     def _run(self, module: Module, func: Func, args: Sequence[np.ndarray], result_types,
              strip_checks: bool, opts: Any, default_isolate: bool | None = None) -> list[np.ndarray]:
