@@ -288,3 +288,29 @@ def test_plugin_matches_xla_on_official_files(plugin, tmp_path):
     a, b = res.values()
     assert len(a) > 50 and a == b
     assert sum(s == "pass" for s in b.values()) > 0.8 * len(b)
+
+
+def test_plugin_report_has_the_suites_the_window_and_three_outputs(plugin, tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "three.mlir").write_text(THREE.replace("1099511627776", "8").replace(
+        "dense<0> : tensor<i64>\n  func", "dense<28> : tensor<i64>\n  func"))
+    (suite / "acc.mlir").write_text(ACCURACY)
+    out = tmp_path / "report"
+    r = conform("plugin-report", f"pjrt:{plugin}", suite, "--sample", suite / "acc.mlir", "--versions", "3",
+                "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["client"]["stablehlo_current"] == "1.20.0" and doc["client"]["devices"] == 4
+    assert doc["suites"][0]["summary"]["pass"] == 4 and len(doc["results"]) == 4
+    assert doc["by_family"]["stablehlo.iota"] == {"total": 1, "pass": 1}
+    window = {w["version"]: w for w in doc["window"]}
+    assert list(window) == ["0.9.0", "1.9.0", "1.20.0"]
+    assert window["0.9.0"]["summary"]["unsupported"] == 1
+    assert "needs StableHLO 1.9" in window["0.9.0"]["not_pass"][0]["message"]
+    assert window["1.9.0"]["summary"]["pass"] == window["1.20.0"]["summary"]["pass"] == 1
+    assert "Version window" in (out / "report.html").read_text()
+    import xml.etree.ElementTree as ET
+
+    assert ET.parse(out / "junit.xml").getroot().get("tests") == "4"
+    assert "StableHLO 0.9.0" in r.stdout and "stablehlo.iota" in r.stdout

@@ -89,6 +89,8 @@ def _serve() -> None:  # the child process's main loop
                 mod, _, attr = spec.partition(":")
                 obj = cache[spec, init] = getattr(importlib.import_module(mod), attr)(*init)
             reply: tuple = ("ok", getattr(obj, method)(*args))
+        except UnsupportedOp as e:  # rebuilt as it was, not wrapped again
+            reply = ("err", (type(e).__name__, e.status, (e.op, e.detail, e.loc)))
         except ConformError as e:
             reply = ("err", (type(e).__name__, e.status, str(e)))
         except Exception as e:
@@ -159,7 +161,7 @@ class Isolated:
             return payload
         cls_name, status, message = payload
         if status == "unsupported":
-            raise UnsupportedOp(self.label, message)
+            raise UnsupportedOp(*message) if isinstance(message, tuple) else UnsupportedOp(self.label, message)
         raise _ERROR_CLASSES.get(status, BackendError)(message)
 
     def _stderr_tail(self, offset: int = 0) -> str:

@@ -381,6 +381,9 @@ class PjrtBackend(NativeBackend):
         first = msg.splitlines()[0][:300] if msg else "compile failed"
         if "serialize" in msg.lower() and "version" in msg.lower():
             return self._version_error(text, msg)
+        m = re.search(r"failed to legalize operation '([\w.]+)'|'([\w.]+)' op can't be translated", msg)
+        if m:
+            return UnsupportedOp(self.name, f"{m.group(1) or m.group(2)} is not lowered by the client: {first}")
         if "UNIMPLEMENTED" in msg or "not supported" in msg.lower() or "unsupported" in msg.lower():
             m = _TYPE_WORDS.search(msg)
             what = f"element type {m.group(0)}: " if m and "type" in msg.lower() else ""
@@ -402,6 +405,11 @@ class PjrtBackend(NativeBackend):
         accepts = (f"sent as StableHLO {_version_text(cur, 3)}" if sent else
                    f"plugin accepts {_version_text(cur)} (from {_version_text(low)})")
         if need is None:
+            foreign = sorted(set(re.findall(r"\b((?:arith|tensor|math|shape|scf|cf|complex|memref)\.[a-z_]+)\b",
+                                            text)))
+            if foreign:
+                return UnsupportedOp(self.name, f"{', '.join(foreign[:4])} outside StableHLO cannot be sent to a "
+                                     f"client of another StableHLO version as a portable artifact; {accepts}")
             return UnsupportedOp(self.name, f"does not serialize to any StableHLO version; {accepts}: {diag}")
         return UnsupportedOp(self.name, f"needs StableHLO {_version_text(need)}; {accepts}: {diag}")
 
