@@ -314,3 +314,42 @@ def test_plugin_report_has_the_suites_the_window_and_three_outputs(plugin, tmp_p
 
     assert ET.parse(out / "junit.xml").getroot().get("tests") == "4"
     assert "StableHLO 0.9.0" in r.stdout and "stablehlo.iota" in r.stdout
+
+
+MESH = """module attributes {mhlo.num_replicas = 2 : i32, mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = "stablehlo.all_reduce"(%a) ({
+      ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+        %s = stablehlo.add %x, %y : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_programs_of_several_processes_run_on_a_device_mesh(plugin):
+    mod = frontend.load_text(MESH)[0]
+    a = np.array([1.0, -2.5, 3.0, 0.5], np.float32)
+    (out,) = get_backend(f"pjrt:{plugin}").run_function(mod, "main", [a], Options(timeout=120))
+    np.testing.assert_array_equal(out, 2 * a)  # both replicas hold a: the sum over the group is 2a
+    from stablehlo_conform.errors import UnsupportedOp
+
+    with pytest.raises(UnsupportedOp, match=r"needs 2 devices \(2 replicas x 1 partitions\); the client has 1"):
+        get_backend(f"pjrt:{plugin}?cpu_device_count=1").run_function(mod, "main", [a], Options(timeout=120))
+
+
+def test_pytest_plugin_and_eval_take_a_pjrt_backend(plugin, tmp_path):
+    f = tmp_path / "test_three.mlir"
+    f.write_text(THREE)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "stablehlo_conform", str(f), "-p", "no:xdist",
+                        f"--conform-backend=pjrt:{plugin}", "--conform-timeout=120"],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert "1 failed, 2 passed" in r.stdout, r.stdout[-2000:]
+    assert "SIGFPE" in r.stdout
+    m = tmp_path / "mesh.mlir"
+    m.write_text(MESH.replace("mhlo.num_replicas = 2", "mhlo.num_replicas = 1").replace("[[0, 1]]", "[[0]]")
+                 .replace("1x2xi64", "1x1xi64"))
+    r = conform("eval", m, "--random", "--print", "--backend", f"pjrt:{plugin}?device=2")
+    assert r.returncode == 0 and "out0: tensor<4xf32>" in r.stdout, r.stderr

@@ -417,7 +417,7 @@ class PjrtBackend(NativeBackend):
 def _grid(text: str) -> tuple[int, int]:
     """(replicas, partitions) a module asks for (``mhlo.num_replicas`` /
     ``mhlo.num_partitions`` module attributes; 1 when absent)."""
-    head = text[: text.find("{", text.find("module"))] if "module" in text else ""
+    head = next((ln for ln in text.splitlines() if ln.lstrip().startswith("module")), "")
     r = re.search(r"mhlo\.num_replicas\s*=\s*(\d+)", head)
     p = re.search(r"mhlo\.num_partitions\s*=\s*(\d+)", head)
     return (int(r.group(1)) if r else 1), (int(p.group(1)) if p else 1)
