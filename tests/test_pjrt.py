@@ -353,3 +353,21 @@ def test_pytest_plugin_and_eval_take_a_pjrt_backend(plugin, tmp_path):
                  .replace("1x2xi64", "1x1xi64"))
     r = conform("eval", m, "--random", "--print", "--backend", f"pjrt:{plugin}?device=2")
     assert r.returncode == 0 and "out0: tensor<4xf32>" in r.stdout, r.stderr
+
+
+def test_an_element_type_the_plugin_cannot_take_is_unsupported_naming_it(plugin):
+    from stablehlo_conform.errors import UnsupportedOp
+
+    mod = frontend.load_text("""func.func @main(%a: tensor<2xcomplex<f64>>) -> tensor<2xcomplex<f64>> {
+      %0 = stablehlo.cbrt %a : tensor<2xcomplex<f64>>
+      return %0 : tensor<2xcomplex<f64>>
+    }""")[0]
+    with pytest.raises(UnsupportedOp, match="element type C128"):
+        get_backend(f"pjrt:{plugin}").run_function(mod, "main", [np.ones(2, np.complex128)], Options(timeout=120))
+    import ml_dtypes
+
+    mod = frontend.load_text("""func.func @main(%a: tensor<2xf6E2M3FN>) -> tensor<2xf6E2M3FN> {
+      return %a : tensor<2xf6E2M3FN>
+    }""")[0]
+    with pytest.raises(UnsupportedOp, match="f6E2M3FN values cannot be passed"):
+        get_backend(f"pjrt:{plugin}").run_function(mod, "main", [np.zeros(2, ml_dtypes.float6_e2m3fn)])

@@ -236,7 +236,6 @@ class PjrtBackend(NativeBackend):
             self.name = self.pjrt.name()
             self.init = (self.name,)
         self._client: Any = None
-        self._plugin_name = ""
         self._library = ""
         self._cache: dict[tuple[str, int], Any] = {}
 
@@ -259,8 +258,11 @@ class PjrtBackend(NativeBackend):
         else:
             library, defaults = library_of(spec.target)
         self._library = library
-        name = "conform_" + re.sub(r"\W", "_", os.path.basename(library).rsplit(".", 1)[0])
-        self._plugin_name = name
+        import hashlib
+
+        # one registration per library file, even where two share a base name
+        digest = hashlib.sha1(library.encode()).hexdigest()[:8]
+        name = f"conform_{re.sub(r'[^0-9A-Za-z]', '_', os.path.basename(library).rsplit('.', 1)[0])}_{digest}"
         try:
             if not xc.pjrt_plugin_loaded(name):
                 xc.load_pjrt_plugin_dynamically(name, library)
@@ -384,6 +386,9 @@ class PjrtBackend(NativeBackend):
         m = re.search(r"failed to legalize operation '([\w.]+)'|'([\w.]+)' op can't be translated", msg)
         if m:
             return UnsupportedOp(self.name, f"{m.group(1) or m.group(2)} is not lowered by the client: {first}")
+        m = re.search(r"[Ee]xpected element type[^;]*; got (\w+)", msg)
+        if m:  # an element type the client's compiler does not take for this op
+            return UnsupportedOp(self.name, f"element type {m.group(1)}: {first}")
         if "UNIMPLEMENTED" in msg or "not supported" in msg.lower() or "unsupported" in msg.lower():
             m = _TYPE_WORDS.search(msg)
             what = f"element type {m.group(0)}: " if m and "type" in msg.lower() else ""
