@@ -53,10 +53,7 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
     sample_paths = [Path(s) for s in sample] or P.default_sample()
     doc = P.build(backend, paths, sample_paths, versions, jobs, timeout or None,
                   log=lambda s: click.echo(s, err=True))
-    lines = P.text_lines(doc)
-    if quiet:
-        lines = lines[:lines.index("not passing", 0) if "not passing" in lines else len(lines)]
-    for line in lines:
+    for line in P.text_lines(doc, details=not quiet):
         click.echo(line)
     P.write_outputs(doc, json_path, html_path, junit_path)
     for label, p in (("JSON", json_path), ("HTML", html_path), ("JUnit XML", junit_path)):

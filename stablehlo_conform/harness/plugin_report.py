@@ -128,7 +128,8 @@ def _rate(c: dict) -> str:
     return f"{c['pass']}/{c['total']} {100 * c['pass'] / c['total']:.1f}%" if c.get("total") else "-"
 
 
-def text_lines(doc: dict) -> list[str]:
+def text_lines(doc: dict, details: bool = True) -> list[str]:
+    """The report as text; ``details``: with every non-passing test."""
     info = doc["client"]
     out = [f"PJRT client {doc['backend']}"]
     if not info.get("loads"):
@@ -150,7 +151,7 @@ def text_lines(doc: dict) -> list[str]:
         for w in doc["window"]:
             out.append(f"  StableHLO {w['version']:<8} {_summary_text(w['summary'])}")
     bad = [r for run in doc["suites"] for r in run["results"] if r["status"] != "pass"]
-    if bad:
+    if bad and details:
         out += ["", f"not passing ({len(bad)}):"]
         for r in bad:
             first = (r.get("message") or "").strip().splitlines()[:1]
