@@ -339,7 +339,7 @@ class PjrtBackend(NativeBackend):
     def execute(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
         import jax
 
-        replicas, partitions = _grid(text)
+        replicas, partitions = grid_of_text(text)
         devs = self.devices()
         need = replicas * partitions
         first = self.pjrt.device if self.pjrt is not None else 0
@@ -423,7 +423,7 @@ class PjrtBackend(NativeBackend):
         return UnsupportedOp(self.name, f"needs StableHLO {_version_text(need)}; {accepts}: {diag}")
 
 
-def _grid(text: str) -> tuple[int, int]:
+def grid_of_text(text: str) -> tuple[int, int]:
     """(replicas, partitions) a module asks for (``mhlo.num_replicas`` /
     ``mhlo.num_partitions`` module attributes; 1 when absent)."""
     head = next((ln for ln in text.splitlines() if ln.lstrip().startswith("module")), "")

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from .isolated import Isolated
-from .pjrt import PjrtBackend, _grid
+from .pjrt import PjrtBackend, grid_of_text
 
 DEVICE_FLAG = "--xla_force_host_platform_device_count"
 _FLAG_RE = re.compile(re.escape(DEVICE_FLAG) + r"=(\d+)")
@@ -55,7 +55,7 @@ class XlaBackend(PjrtBackend):
         return client
 
     def _call(self, text, args, opts, default_isolate=None):
-        r, p = _grid(text)
+        r, p = grid_of_text(text)
         if r * p > self._child_devices:
             n = max(r * p, 8)
             if self._child is not None:
