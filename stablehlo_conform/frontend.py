@@ -685,6 +685,55 @@ def serialize_portable_artifact(text: str, target: str | None = None) -> bytes:
     return st["sh"].serialize_portable_artifact_str(text, version)
 
 
+def stablehlo_version() -> tuple[int, int, int]:
+    """The StableHLO version of the bindings (what they serialize by default)."""
+    return version_tuple(_bindings()["sh"].get_current_version())
+
+
+def version_tuple(text: str) -> tuple[int, int, int]:
+    return tuple(int(x) for x in str(text).split(".")[:3])  # type: ignore[return-value]
+
+
+def needed_stablehlo_version(text: str, above: tuple[int, ...]) -> tuple[tuple[int, int, int] | None, str]:
+    """The oldest StableHLO version (``above`` or newer, up to the bindings'
+    own) that module ``text`` serializes to as a portable artifact, and the
+    MLIR diagnostic of serializing it at ``above`` (empty when that works).
+
+    Each minor version is tried in turn; None when none works (the program
+    does not serialize at all)."""
+    st = _bindings()
+    ir = st["ir"]
+    current = version_tuple(st["sh"].get_current_version())
+    diags: list[str] = []
+
+    def handler(d) -> bool:
+        diags.append(str(d.message) + "".join(f" ({n.message})" for n in getattr(d, "notes", []) or []))
+        return True
+
+    def serializes(v: tuple[int, ...]) -> bool:
+        try:
+            st["sh"].serialize_portable_artifact(mod, ".".join(map(str, v)))
+            return True
+        except Exception as e:  # the bindings raise with "failed to serialize" only
+            if not diags:
+                diags.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+            return False
+
+    with st["ctx"]:
+        mod = ir.Module.parse(text)
+        handle = st["ctx"].attach_diagnostic_handler(handler)
+        try:
+            if serializes(tuple(above)):
+                return tuple(above)[:3], ""  # type: ignore[return-value]
+            first = diags[0] if diags else ""
+            for minor in range(above[1] + 1 if above[0] == current[0] else 0, current[1] + 1):
+                if serializes((current[0], minor, 0)):
+                    return (current[0], minor, 0), first
+            return None, first
+        finally:
+            handle.detach()
+
+
 def to_bytecode(text: str) -> bytes:
     import io
 

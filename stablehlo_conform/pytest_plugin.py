@@ -19,7 +19,7 @@ its CHECK lines, or generated inputs) as ``conform run`` does; a chunk that
 does not parse is an item that fails with the diagnostics.
 
 Options: ``--conform-backend NAME`` (default ``numpy``; any installed
-backend, see ``conform backends``), ``--conform-baseline FILE`` (a baseline
+backend, see ``conform backends``, or ``pjrt:PATH.so`` / ``pjrt:NAME``), ``--conform-baseline FILE`` (a baseline
 from ``conform baseline update``), ``--conform-timeout SECONDS``.
 
 Outcomes: ``pass`` passes. Every other status (``fail``, ``error``,
@@ -55,7 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conform", action="store_true", default=False,
                     help="Collect StableHLO test programs (*.mlir, bytecode) under the given paths.")
     group.addoption("--conform-backend", default=None, metavar="NAME",
-                    help="Backend that runs the programs (default: numpy; see 'conform backends').")
+                    help="Backend that runs the programs (default: numpy; see 'conform backends'; pjrt:PATH.so).")
     group.addoption("--conform-baseline", default=None, metavar="FILE",
                     help="Expected failures: listed tests that do not pass are xfailed with the reason.")
     group.addoption("--conform-timeout", default=None, type=float, metavar="SECONDS",
@@ -99,11 +99,12 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = _backend_name(config)
     if backend != "numpy" and (_enabled(config) or any(
             str(a).split("::")[0].endswith(SUFFIXES) for a in config.args)):
-        from .harness.backends import available
+        from .harness.backends import BackendUnavailable, check_name
 
-        if backend not in available():
-            raise pytest.UsageError(
-                f"--conform-backend: unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
+        try:
+            check_name(backend)
+        except BackendUnavailable as e:
+            raise pytest.UsageError(f"--conform-backend: {e}") from None
     config.addinivalue_line("markers", "conform: a StableHLO test program run by stablehlo-conform")
 
 

@@ -79,7 +79,12 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
 @click.option("--load-timeout", "load_timeout", type=float, default=None,
               help="Seconds to read, parse and lower one file (default: --timeout; 0: none).")
-@click.option("--backend", default="numpy", show_default=True, help="Backend that runs the tests.")
+@click.option("--backend", default="numpy", show_default=True,
+              help="Backend that runs the tests: numpy, reference, xla, iree, pjrt:PATH.so, pjrt:NAME, a plugin.")
+@click.option("--pjrt-option", "pjrt_options", multiple=True, metavar="KEY=VALUE",
+              help="Create option of a pjrt: backend's client (repeatable; typed: true/false, int, float, [1,2], "
+                   "else string).")
+@click.option("--pjrt-device", type=click.IntRange(0), default=None, help="Device index of a pjrt: backend.")
 @click.option("--by-op", is_flag=True, help="Print a pass table per op family.")
 @click.option("--max-memory", type=float, default=None,
               help="Memory budget per op result, in MiB (default: a quarter of RAM).")
@@ -98,8 +103,8 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
 @click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
               help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
-def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, by_op, max_memory, compare,
-        resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, accuracy_profile):
+def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, pjrt_options, pjrt_device, by_op,
+        max_memory, compare, resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, accuracy_profile):
     """Run every test in PATHS (files or folders, recursive).
 
     Exit code 0 when the gate passes (by default: every test passed; with
@@ -125,6 +130,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     files = discover(list(paths))
     if not files:
         raise click.UsageError("no .mlir / bytecode files found")
+    backend = backend_name(backend, pjrt_options, pjrt_device)
     timeout = timeout or None
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout, max_bytes=_memory_budget(max_memory),
@@ -133,11 +139,6 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         from ..oracle.classes import accuracy_profile_option
 
         opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
-    if backend != "numpy":
-        from ..harness.backends import available
-
-        if backend not in available():
-            raise click.UsageError(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
     if resume and not jsonl_path:
         raise click.UsageError("--resume needs --jsonl FILE (the stream to continue)")
     _check_outputs({"--json": json_path, "--jsonl": jsonl_path, "--junit-xml": junit_path, "--html": html_path},
@@ -321,6 +322,25 @@ def _check_outputs(outputs: dict[str, str | None], keep: str | None = None) -> N
             raise click.UsageError(f"{opt} {p}: cannot be written: {e.strerror or e}") from None
         if not existed and p != keep:
             path.unlink()
+
+
+def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
+    """The backend's full name (``--pjrt-option``/``--pjrt-device`` folded
+    into a ``pjrt:`` name); a usage error when it names no backend."""
+    from ..harness.backends import BackendUnavailable, check_name
+
+    try:
+        if pjrt_options or pjrt_device is not None:
+            if not backend.startswith("pjrt:"):
+                raise BackendUnavailable("--pjrt-option/--pjrt-device need a pjrt: backend")
+            from ..harness.backends.pjrt import with_options
+
+            backend = with_options(backend, tuple(pjrt_options), pjrt_device)
+        if backend != "numpy":
+            check_name(backend)
+    except BackendUnavailable as e:
+        raise click.UsageError(str(e)) from None
+    return backend
 
 
 def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost) -> int:

@@ -429,7 +429,7 @@ def entry_of(module: Module, entry: str | None) -> Func:
 def test_values(backend: Any, module: Module, func: Func, opts: Any) -> list[np.ndarray]:
     """The values a test's checks look at (first operand of each check op of
     the test function's body), as computed by ``backend``."""
-    from .backends.base import check_ops
+    from .backends.checks import check_ops
 
     if getattr(backend, "name", "") != "numpy" or not hasattr(backend, "engine"):
         return list(backend.test_values(module, func, opts))
@@ -456,7 +456,7 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
     values agree (``compare_accuracy``), a backend outside it disagrees
     (``compare_verdict``)."""
     from .backends import get_backend
-    from .backends.base import check_ops
+    from .backends.checks import check_ops
 
     statuses: dict[str, str] = {}
     values: dict[str, list] = {}

@@ -72,7 +72,7 @@ DEFAULT_MAX_ULP = 3  # check.expect_close's default
 
 
 def _is_check(op: Op) -> bool:
-    from ..harness.backends.base import is_check
+    from ..harness.backends.checks import is_check
 
     return is_check(op)
 
@@ -451,7 +451,7 @@ def judge_backends(module: Module, func, opts: Any, values: dict[str, Sequence])
     """Backends disagree on a test's checked values (``values``: label ->
     the first operand of each check op of the test function, in program
     order): which of them are within the class of the exact values."""
-    from ..harness.backends.base import check_ops
+    from ..harness.backends.checks import check_ops
 
     profile = C.profile_from(opts)
     rec = record(module, func.name, None, opts)
@@ -644,7 +644,7 @@ def needs_oracle(module: Module) -> bool:
 def _backend_values(backend: Any, module: Module, func, opts: Any) -> dict[int, np.ndarray] | None:
     """id(check op) -> the value the backend computed for it (None: the
     NumPy trace's own values)."""
-    from ..harness.backends.base import check_ops
+    from ..harness.backends.checks import check_ops
     from ..harness.backends.numpy_backend import NumpyBackend
 
     if isinstance(backend, NumpyBackend):
