@@ -242,3 +242,64 @@ def test_property_that_does_not_hold_exits_1(plugin, tmp_path):
     p = conform(["reduce", prog, "--backends", "numpy,loopexp", "-o", tmp_path / "b"], tmp_path, plugin)
     assert p.returncode == 1 and "does not hold" in p.stdout, p.stdout + p.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_diff_repro_dir_bundles_the_program_and_the_first_diverging_op(plugin, tmp_path):
+    prog = tmp_path / "loop.mlir"
+    prog.write_text(mlp_program(layers=2))
+    p = conform(["diff", prog, "--backends", "numpy,loopexp", "--repro-dir", tmp_path / "repro"], tmp_path, plugin)
+    assert p.returncode == 1 and "repro bundle:" in p.stdout, p.stdout + p.stderr
+    whole, alone = tmp_path / "repro" / "loop", tmp_path / "repro" / "loop.op"
+    assert frontend.count_ops((whole / "program.mlir").read_text()) == frontend.count_ops(prog.read_text())
+    assert "First diverging op: `stablehlo.while`" in (whole / "README.md").read_text()
+    op = frontend.load_text((alone / "program.mlir").read_text())[0].funcs["main"]
+    assert [o.name for o in op.body.blocks[0].ops] == ["stablehlo.while", "func.return"]
+    for folder in (whole, alone):
+        cmd = readme_commands(folder)[0]
+        r = subprocess.run(["bash", "-c", cmd], cwd=folder, env=plugin, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 1 and "MISMATCH" in r.stdout, (folder, r.stdout)
+
+
+SUITE = """
+func.func @add_ok() {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %r = stablehlo.add %a, %a : tensor<2xf32>
+  check.expect_eq_const %r, dense<[2.0, 4.0]> : tensor<2xf32>
+  func.return
+}
+
+func.func @cos_crash() {
+  %a = stablehlo.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  %r = stablehlo.cosine %a : tensor<2xf32>
+  check.expect_almost_eq_const %r, dense<[1.0, 0.540302277]> : tensor<2xf32>
+  func.return
+}
+
+func.func @neg_wrong() {
+  %a = stablehlo.constant dense<[3, 4]> : tensor<2xi32>
+  %r = stablehlo.negate %a : tensor<2xi32>
+  check.expect_eq_const %r, dense<[-3, 4]> : tensor<2xi32>
+  func.return
+}
+"""
+
+
+def test_run_repro_dir_bundles_each_failure_and_crash(plugin, tmp_path):
+    (tmp_path / "suite.mlir").write_text(SUITE)
+    p = conform(["run", "suite.mlir", "--backend", "abortcos", "--repro-dir", "repro"], tmp_path, plugin)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "repro bundles: 2 in repro" in p.stdout
+    repro = tmp_path / "repro"
+    assert sorted(os.listdir(repro)) == ["suite.mlir_cos_crash", "suite.mlir_neg_wrong"]
+    crash = json.loads((repro / "suite.mlir_cos_crash" / "bundle.json").read_text())
+    assert crash["outcomes"]["abortcos"]["status"] == "crash" and crash["outcomes"]["numpy"]["status"] == "ok"
+    assert "SIGABRT" in (repro / "suite.mlir_cos_crash" / "README.md").read_text()
+    wrong = repro / "suite.mlir_neg_wrong"
+    assert load_npz(wrong / "expected.npz")["out0"].tolist() == [-3, 4]
+    assert load_npz(wrong / "values" / "abortcos.npz")["out0"].tolist() == [-3, -4]
+    readme = (wrong / "README.md").read_text()
+    assert "out0 vs expected: DIFFERS" in readme and "first at index [1]" in readme
+    # the README's command runs the test's values on the backend from a fresh shell
+    cmd = next(c for c in readme_commands(wrong) if "--backend abortcos" in c)
+    r = subprocess.run(["bash", "-c", cmd], cwd=wrong, env=plugin, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "[-3 -4]" in r.stdout, r.stdout + r.stderr

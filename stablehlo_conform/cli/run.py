@@ -86,6 +86,9 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Gate on the pass rate of op families, e.g. stablehlo.add=0.9 (repeatable) or 0.95 for all.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write a JUnit XML report.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
+@click.option("--repro-dir", type=click.Path(file_okay=False), expose_value=False, is_eager=False,
+              callback=lambda ctx, _p, v: ctx.meta.__setitem__("repro_dir", v),
+              help="Write a repro bundle for every test that failed, crashed or timed out into DIR/<test id>.")
 def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, max_memory, compare, resume,
         quiet, baseline_path, min_pass_rate, junit_path, html_path):
     """Run every test in PATHS (files or folders, recursive).
@@ -178,6 +181,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, backend, by_op, ma
            "results": selected}
     if json_path:
         Path(json_path).write_text(json.dumps(doc, indent=1))
+    _write_repro_bundles(selected, opts)
     sys.exit(_finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path))
 
 
@@ -202,6 +206,15 @@ def _finish_run(doc, baseline, baseline_path, min_rates, junit_path, html_path) 
         for line in gate_lines(gate, baseline_path):
             click.echo(line)
     return gate.exit_code
+
+
+def _write_repro_bundles(results: list[dict], opts) -> None:
+    folder = click.get_current_context().meta.get("repro_dir")
+    if folder:
+        from ..harness.bundle import write_run_bundles
+
+        made = write_run_bundles(folder, results, opts.backend, opts.compare, opts.timeout)
+        click.echo(f"repro bundles: {len(made)} in {folder}")
 
 
 def _memory_budget(mib: float | None) -> int | None:

@@ -149,3 +149,132 @@ def expected_values(text: str, entry: str) -> list[np.ndarray] | None:
             return None
         out.append(np.asarray(value))
     return out
+
+
+# --------------------------------------------------------------------------- #
+# Bundles of ``conform diff`` and ``conform run``
+# --------------------------------------------------------------------------- #
+
+REPRO_STATUSES = ("fail", "crash", "timeout")
+
+
+def bundle_program(folder: str | Path, text: str, entry: str, args: Sequence[np.ndarray], backends: Sequence[str],
+                   *, title: str, timeout: float | None = 120.0, notes: Sequence[str] = (),
+                   expected: Sequence[np.ndarray] | None = None) -> Path:
+    """Run ``entry`` of ``text`` on every backend (isolated, see
+    :func:`.reduce.run_outcomes`) and write the bundle: the program with
+    ``entry`` as ``main`` (a self-checking test returns what its checks
+    look at), its inputs and each backend's outcome."""
+    from .reduce import ENTRY, entry_program, run_outcomes
+
+    main, _ = entry_program(text, entry)
+    outcomes = run_outcomes(main, args, backends, timeout, ENTRY)
+    return write_bundle(folder, main, args, backends, outcomes, title=title, notes=notes, expected=expected)
+
+
+def _case_of(record: dict) -> tuple[str, list[np.ndarray], str] | None:
+    """(module text, inputs, entry) of a ``conform run`` result record."""
+    from .. import frontend
+    from .cases import enumerate_file
+    from .programs import generated_inputs
+
+    try:
+        cases = enumerate_file(record["file"])
+    except Exception:
+        return None
+    for tid, mod, func in cases.tests:
+        if tid == record["id"]:
+            return mod.text, [], func.name
+    for tid, mod, case in cases.programs:
+        if tid == record["id"]:
+            if case.args_text:
+                args = [np.asarray(a) for a in frontend.parse_attribute(case.args_text, mod.source)]
+            else:
+                args = generated_inputs(case.func)
+            return mod.text, args, case.func.name
+    return None
+
+
+def write_run_bundles(folder: str | Path, results: Sequence[dict], backend: str, compare: Sequence[str] = (),
+                      timeout: float | None = 60.0) -> list[Path]:
+    """One bundle per test of a ``conform run`` that failed, crashed, timed
+    out or on which the compared backends disagree, in ``folder/<test id>``:
+    the test as a program returning the values its checks look at, run on
+    the NumPy oracle and the backends of the run, with the values the checks
+    expect."""
+    backends = list(dict.fromkeys(["numpy", *(compare or [backend])]))
+    out: list[Path] = []
+    for rec in results:
+        if rec.get("status") not in REPRO_STATUSES:
+            continue
+        case = _case_of(rec)
+        if case is None:
+            continue
+        text, args, entry = case
+        try:
+            expected = None if args else expected_values(text, entry)
+        except Exception:
+            expected = None
+        message = (rec.get("message") or "").strip()
+        first = message.splitlines()[0][:300] if message else ""
+        rerun = _cmd("conform", "run", str(Path(rec["file"]).resolve()), "-k", rec["id"].split("::", 1)[-1],
+                     "--backend", backend)
+        notes = [f"Test `{rec['id']}` ({rec['status']} on {backend}): `{first}`",
+                 f"Re-run the test itself: `{rerun}`"]
+        try:
+            out.append(bundle_program(Path(folder) / safe_name(rec["id"]), text, entry, args, backends,
+                                      title=rec["id"], timeout=timeout, notes=notes, expected=expected))
+        except Exception as e:  # the run's result stands; the bundle is a courtesy
+            (Path(folder) / safe_name(rec["id"])).mkdir(parents=True, exist_ok=True)
+            (Path(folder) / safe_name(rec["id"]) / "README.md").write_text(
+                f"# {rec['id']}\n\nNo bundle: {type(e).__name__}: {e}\n")
+    return out
+
+
+def diff_bundle(folder: str | Path, program: str, module, entry: str, args: Sequence[np.ndarray],
+                backends: Sequence[str], report: dict, timeout: float | None = 120.0) -> Path:
+    """The bundle of a ``conform diff`` that found a disagreement or a
+    backend that did not run: the whole program in ``folder/<program>``
+    and, when an op was found diverging, that op alone on its recorded
+    inputs in ``folder/<program>.op``."""
+    folder = Path(folder)
+    name = safe_name(Path(program).stem)
+    notes = [f"From `conform diff {program}`: backends {report['status']}."]
+    first = report.get("first_divergence")
+    if first:
+        notes.append(f"First diverging op: `{first['op']}` at `{first['loc']}`: {first['message']}")
+    shrink = _cmd("conform", "reduce", "program.mlir", *(["--inputs", "inputs.npz"] if args else []),
+                  "--backends", ",".join(backends), "-o", "reduced")
+    notes.append(f"To shrink it: `{shrink}`")
+    out = bundle_program(folder / name, module.text, entry, args, backends, title=f"{Path(program).name}",
+                         timeout=timeout, notes=notes)
+    if first:
+        op_case = first_divergence_case(module, entry, args, first)
+        if op_case is not None:
+            text, op_args = op_case
+            bundle_program(folder / f"{name}.op", text, "main", op_args, backends, timeout=timeout,
+                           title=f"{first['op']} alone (from {Path(program).name}, {first['loc']})",
+                           notes=[f"The first op of `{program}` whose results differ, alone, on the inputs "
+                                  f"it had in the program (run {first['run']} of it)."])
+    return out
+
+
+def first_divergence_case(module, entry: str, args: Sequence[np.ndarray], first: dict):
+    """``(one-op module text, its recorded inputs)`` of the op a diff report
+    names as the first divergence, or None."""
+    from .. import frontend
+    from ..program import walk_ops
+    from .diff import _trace, one_op_text
+
+    events = _trace(module, entry, args, None, None)
+    texts = frontend.op_texts(module.text)
+    order = {id(op): i for i, op in enumerate(op for fn in module.funcs.values() for op in walk_ops(fn.body))}
+    seen: dict[int, int] = {}
+    for op, op_args, _ in events:
+        k = seen.get(id(op), 0)
+        seen[id(op)] = k + 1
+        if op.name == first["op"] and str(op.loc) == first["loc"] and k == first["run"]:
+            i = order.get(id(op))
+            text = one_op_text(op, texts[i]) if i is not None and i < len(texts) else None
+            return (text, [np.asarray(a) for a in op_args]) if text else None
+    return None
