@@ -128,8 +128,8 @@ def _readme(doc: dict, comps: list[dict], outcomes: dict[str, dict], has_inputs:
         for c in comps:
             if c["backend"] == b:
                 verdict = "agrees" if c["status"] == "ok" else "DIFFERS"
-                ulp = "-" if c["max_ulp"] is None else c["max_ulp"]
-                lines.append(f"  - out{c['index']} vs {c['against']}: {verdict} (max ULP {ulp})"
+                how = "exact comparison" if c["max_ulp"] is None else f"max ULP {c['max_ulp']}"
+                lines.append(f"  - out{c['index']} vs {c['against']}: {verdict} ({how})"
                              + (f": {c['message']}" if c["message"] else ""))
     return "\n".join(lines) + "\n"
 
