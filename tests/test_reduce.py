@@ -433,3 +433,14 @@ def test_compile_error_property_keeps_the_op_with_the_message(plugin, tmp_path, 
     red = reduce_program(crash_program(), None, ["numpy", "rejects"],
                          Property(kind="compile-error", match="out of registers"), budget_s=60)
     assert not red.holds and red.text == crash_program()
+
+
+def test_self_checking_test_is_reduced_without_its_checks(plugin, tmp_path):
+    (tmp_path / "suite.mlir").write_text(SUITE)
+    out = tmp_path / "b"
+    p = conform(["reduce", "suite.mlir", "--entry", "cos_crash", "--backends", "numpy,abortcos",
+                 "--property", "crash", "-o", out, "-q"], tmp_path, plugin)
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = (out / "program.mlir").read_text()
+    assert "check." not in text and _names(text) == ["stablehlo.cosine"]
+    assert json.loads((out / "bundle.json").read_text())["outcomes"]["abortcos"]["status"] == "crash"
