@@ -444,3 +444,23 @@ def test_self_checking_test_is_reduced_without_its_checks(plugin, tmp_path):
     text = (out / "program.mlir").read_text()
     assert "check." not in text and _names(text) == ["stablehlo.cosine"]
     assert json.loads((out / "bundle.json").read_text())["outcomes"]["abortcos"]["status"] == "crash"
+
+
+def test_constants_of_every_standard_and_16_or_8_bit_float_type():
+    import ml_dtypes
+
+    t = """func.func @main(%x: tensor<3xbf16>, %y: tensor<3xui8>, %z: tensor<2xf8E4M3FN>) ->
+        (tensor<3xi1>, tensor<3xbf16>, tensor<3xui8>, tensor<2xf8E4M3FN>) {
+      %a = stablehlo.add %x, %x : tensor<3xbf16>
+      %b = stablehlo.add %y, %y : tensor<3xui8>
+      %c = stablehlo.compare LT, %a, %x : (tensor<3xbf16>, tensor<3xbf16>) -> tensor<3xi1>
+      %d = stablehlo.add %z, %z : tensor<2xf8E4M3FN>
+      return %c, %a, %b, %d : tensor<3xi1>, tensor<3xbf16>, tensor<3xui8>, tensor<2xf8E4M3FN>
+    }"""
+    values = [np.array([1, 2.5, -3], ml_dtypes.bfloat16), np.array([250, 2, 3], np.uint8),
+              np.array([True, False, True]), np.array([0.5, -2], ml_dtypes.float8_e4m3fn)]
+    text, prov = frontend.edit_module(t, [("to_const", k, [v]) for k, v in enumerate(values)])
+    assert prov == [] and _names(text) == ["stablehlo.constant"] * 4
+    got = _run(text)
+    for g, want in zip(got, [values[2], values[0], values[1], values[3]]):
+        assert g.dtype == want.dtype and g.tolist() == want.tolist()
