@@ -1112,7 +1112,8 @@ def edit_module(text: str, edits: list[tuple], entry: str = "main") -> tuple[str
     k's results instead); ``("to_arg", k)``; ``("to_const", k, [arrays])``;
     ``("to_operand", k, j)`` (op k's only result replaced by its operand
     j); ``("passthrough", k, j)`` (while op k's body returns its argument j
-    unchanged); ``("unroll", k, n)`` (while op k replaced by n copies of its
+    unchanged); ``("drop_carried", k, j)`` (while op k without its
+    loop-carried value j, which nothing uses); ``("unroll", k, n)`` (while op k replaced by n copies of its
     body); ``("inline",)`` (inline every ``func.call``); ``("rename", old,
     new)``; ``("reshape", {old type text: new type text})`` (every value and
     splat constant of a type takes another). Raises :class:`ParseError` when
@@ -1180,6 +1181,8 @@ def _apply_edit(mod, fop, block, ops, e, provenance) -> None:
         values = list(ret.operands)
         values[e[2]] = body.arguments[e[2]]
         _replace_return(body, values)
+    elif kind == "drop_carried":
+        _drop_carried(ops[e[1]], e[2])
     elif kind == "unroll":
         o = ops[e[1]]
         values = list(o.operands)
@@ -1199,6 +1202,33 @@ def _apply_edit(mod, fop, block, ops, e, provenance) -> None:
         _retype(fop, block, e[1])
     else:
         raise ValueError(f"unknown edit {kind!r}")
+
+
+def _drop_carried(o, j: int) -> None:
+    """Rebuild while op ``o`` without its loop-carried value ``j``, which
+    nothing may use: not its result, not the condition, and in the body
+    only the terminator, at position ``j``."""
+    ir = _state["ir"]
+    cond, body = (r.blocks[0] for r in o.regions)
+    body_ret = list(body.operations)[-1].operation
+    uses = [u.owner for u in body.arguments[j].uses]
+    if (any(True for _ in o.results[j].uses) or any(True for _ in cond.arguments[j].uses)
+            or any(u != body_ret for u in uses)):
+        raise ValueError(f"loop-carried value {j} is in use")
+    keep = [i for i in range(len(o.operands)) if i != j]
+    new = ir.Operation.create(o.name, results=[o.results[i].type for i in keep],
+                              operands=[o.operands[i] for i in keep], regions=2, ip=ir.InsertionPoint(o))
+    values = list(body_ret.operands)
+    _replace_return(body, [values[i] for i in keep])
+    for old_block, region in zip((cond, body), new.regions):
+        block = ir.Block.create_at_start(region, [old_block.arguments[i].type for i in keep])
+        for n, i in enumerate(keep):
+            old_block.arguments[i].replace_all_uses_with(block.arguments[n])
+        for inner in [x.operation for x in old_block.operations]:
+            block.append(inner)
+    for n, i in enumerate(keep):
+        o.results[i].replace_all_uses_with(new.results[n])
+    o.erase()
 
 
 def _inline_calls(mod, fop) -> None:

@@ -464,3 +464,29 @@ def test_constants_of_every_standard_and_16_or_8_bit_float_type():
     got = _run(text)
     for g, want in zip(got, [values[2], values[0], values[1], values[3]]):
         assert g.dtype == want.dtype and g.tolist() == want.tolist()
+
+
+def test_a_loop_carried_value_nothing_uses_is_dropped():
+    text = """func.func @main(%n: tensor<i32>, %x: tensor<4xf32>, %acc: tensor<4xf32>) -> tensor<4xf32> {
+      %c0 = stablehlo.constant dense<0> : tensor<i32>
+      %w:3 = stablehlo.while(%i = %c0, %v = %x, %a = %acc) : tensor<i32>, tensor<4xf32>, tensor<4xf32>
+       cond {
+        %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        stablehlo.return %c : tensor<i1>
+      } do {
+        %one = stablehlo.constant dense<1> : tensor<i32>
+        %i1 = stablehlo.add %i, %one : tensor<i32>
+        %e = stablehlo.sine %v : tensor<4xf32>
+        stablehlo.return %i1, %e, %a : tensor<i32>, tensor<4xf32>, tensor<4xf32>
+      }
+      return %w#1 : tensor<4xf32>
+    }"""
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    n = np.array(3, np.int32)
+    for j in (0, 1):  # the condition reads the counter, the result is value 1
+        with pytest.raises(ParseError):
+            frontend.edit_module(text, [("drop_carried", 1, j)])
+    dropped, prov = frontend.edit_module(text, [("drop_carried", 1, 2)])
+    assert prov == [("arg", 0), ("arg", 1)] and "tensor<i32>, tensor<4xf32>, tensor<4xf32>" not in dropped
+    assert _names(dropped) == _names(text)
+    np.testing.assert_array_equal(_run(dropped, n, x)[0], _run(text, n, x, x)[0])

@@ -14,8 +14,9 @@ makes progress and the time budget lasts:
    by the NumPy oracle on the current inputs, join the inputs), in delta
    debugging batches: half the ops, a quarter, ... one;
 5. replace them by constants (the same values) instead;
-6. unroll ``while`` ops to a fixed trip count (0, 1, 2 copies of the body)
-   or make a loop-carried value pass through the body unchanged;
+6. unroll ``while`` ops to a fixed trip count (0, 1, 2 copies of the body),
+   make a loop-carried value pass through the body unchanged, drop a
+   loop-carried value nothing uses;
 7. ops inside regions: replace an op's result by one of its operands of the
    same type, by an argument, or by a constant;
 8. shrink tensor shapes: every value of a type (or of every type) gets
@@ -504,6 +505,8 @@ class _Reducer:
             carried = len(loops[i]["results"])
             if any(self.attempt([("passthrough", k, j)], f"while value {j} passes through")
                    for j in range(carried)):
+                continue
+            if any(self.attempt([("drop_carried", k, j)], f"while value {j} dropped") for j in range(carried)):
                 continue
             i += 1
 
