@@ -35,7 +35,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 @click.option("--entry", default=None, help="Function to reduce (default: main, or the only public one).")
 @click.option("--budget", default=120.0, show_default=True, type=float, help="Seconds for the whole reduction.")
 @click.option("--timeout", default=None, type=float,
-              help="Seconds per candidate and backend (default: 20x the original's run, at least 2).")
+              help="Seconds per candidate and backend "
+                   "(default: 20x the original's warm run, at least 3x its first run and 2).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
 def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed, entry, budget, timeout, quiet):
     """Shrink PROGRAM while a property holds; write the smallest program found

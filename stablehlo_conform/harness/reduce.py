@@ -47,6 +47,7 @@ import numpy as np
 from ..errors import ConformError, ParseError
 
 PROPERTIES = ("disagree", "crash", "compile-error", "script")
+MIN_ORACLE_SECONDS = 0.05  # the least time a candidate may keep the NumPy oracle busy
 ENTRY = "main"
 
 
@@ -268,7 +269,7 @@ class _Reducer:
 
     def oracle_finishes(self, text: str, inputs: Sequence[np.ndarray]) -> bool:
         """Run a candidate on the NumPy oracle in this process with a short
-        deadline (twenty times the original's run): a candidate that keeps
+        deadline (twenty times the last kept program's run): a candidate that keeps
         the oracle busy longer (an edit made a loop endless) is rejected
         before any backend spends its timeout on it."""
         from .. import frontend
@@ -285,7 +286,7 @@ class _Reducer:
         except ConformError:
             pass  # the backends decide
         finally:
-            self.oracle_seconds = max(getattr(self, "oracle_seconds", 0.0), time.monotonic() - t0)
+            self.oracle_seconds = time.monotonic() - t0
         return True
 
     def _order(self) -> list[str]:
@@ -359,9 +360,11 @@ class _Reducer:
             return False
         if not self.oracle_finishes(text, inputs):
             return False
+        oracle_seconds = self.oracle_seconds
         ok, outcomes = self.check(text, inputs)
         if not ok:
             return False
+        self.oracle_budget = max(MIN_ORACLE_SECONDS, 20 * oracle_seconds)
         self.text, self.inputs, self.size, self.outcomes = text, inputs, size, outcomes
         self.recorded = None
         self.steps += 1
@@ -568,8 +571,9 @@ def reduce_program(text: str, inputs: Sequence[np.ndarray] | None, backends: Seq
     ``backends`` (the first is the baseline; the property's target defaults
     to the last). ``inputs`` None: seeded random inputs (``seed``); the
     search order is fixed, so the result depends only on the program, the
-    inputs and the budget. ``timeout``: seconds per candidate and backend (default:
-    twenty times the original program's run on all backends, at least 2 s)."""
+    inputs and the budget. ``timeout``: seconds per candidate and backend
+    (default: twenty times the original program's run on warm backends, at
+    least three times its first run and 2 s)."""
     from .. import frontend
 
     prop = prop or Property()
@@ -587,15 +591,17 @@ def reduce_program(text: str, inputs: Sequence[np.ndarray] | None, backends: Seq
     try:
         r.oracle_budget = 600.0
         r.oracle_finishes(text, r.inputs)  # loads the kernels
-        r.oracle_seconds = 0.0
         r.oracle_finishes(text, r.inputs)
-        r.oracle_budget = max(0.2, 20 * r.oracle_seconds)
+        r.oracle_budget = max(MIN_ORACLE_SECONDS, 20 * r.oracle_seconds)
+        start = time.monotonic()
         holds, outcomes = r.check(text, r.inputs)
+        first = time.monotonic() - start
         if timeout is None and holds:
-            # the second run, with warm children, sets the time a candidate may take
+            # a candidate may take 20 times the second run (warm children, compiled
+            # programs cached) and 3 times the first (children starting, compiling)
             start = time.monotonic()
             r.check(text, r.inputs)
-            r.timeout = max(2.0, 20 * (time.monotonic() - start))
+            r.timeout = max(2.0, 20 * (time.monotonic() - start), 3 * first)
             if r.runners is not None:
                 r.runners.timeout = r.timeout
         r.outcomes = outcomes
