@@ -228,7 +228,10 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
 @click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
               help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
-def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, accuracy_profile):
+@click.option("--repro-dir", type=click.Path(file_okay=False),
+              help="When the backends disagree or one crashes: write a repro bundle into DIR/<program>.")
+def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, accuracy_profile,
+             repro_dir):
     """Run PROGRAM on several backends with the same inputs and compare."""
     from ..harness.backends import BackendUnavailable, check_name, get_backend
     from ..harness.diff import DiffOptions, diff_program, format_report
@@ -262,6 +265,10 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
         click.echo(line)
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=1, default=str))
+    if repro_dir and report["status"] != "agree":
+        from ..harness.bundle import diff_bundle
+
+        click.echo(f"repro bundle: {diff_bundle(repro_dir, program, module, func.name, args, names, report, timeout)}")
     sys.exit(0 if report["status"] == "agree" else 1)
 
 

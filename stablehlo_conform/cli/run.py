@@ -103,6 +103,9 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
 @click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
               help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
+@click.option("--repro-dir", type=click.Path(file_okay=False), expose_value=False, is_eager=False,
+              callback=lambda ctx, _p, v: ctx.meta.__setitem__("repro_dir", v),
+              help="Write a repro bundle for every test that failed, crashed or timed out into DIR/<test id>.")
 def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, pjrt_options, pjrt_device, by_op,
         max_memory, compare, resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, accuracy_profile):
     """Run every test in PATHS (files or folders, recursive).
@@ -230,6 +233,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
            "triage": triage_json(groups), "results": selected}
+    if not interrupted:
+        _write_repro_bundles(selected, opts)
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
     sys.exit(128 + interrupted if interrupted else code)
 
@@ -381,6 +386,19 @@ def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, 
     for why in lost.values():
         click.echo(f"LOST OUTPUT {why}", err=True)
     return 1 if lost else gate.exit_code
+
+
+def _write_repro_bundles(results: list[dict], opts) -> None:
+    folder = click.get_current_context().meta.get("repro_dir")
+    if folder:
+        from ..harness.bundle import write_run_bundles
+
+        try:
+            made = write_run_bundles(folder, results, opts.backend, opts.compare, opts.timeout)
+        except Exception as e:  # the run's own reports are still written
+            click.echo(f"LOST OUTPUT --repro-dir {printable(folder)}: {type(e).__name__}: {e}", err=True)
+            return
+        click.echo(f"repro bundles: {len(made)} in {printable(folder)}")
 
 
 def _memory_budget(mib: float | None) -> int | None:
