@@ -224,7 +224,9 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
               help="Run every op alone on every backend: on mismatch (auto), always or never.")
 @click.option("--max-ops", default=300, show_default=True, help="Op runs compared when localising.")
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
-def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout):
+@click.option("--repro-dir", type=click.Path(file_okay=False),
+              help="When the backends disagree or one crashes: write a repro bundle into DIR/<program>.")
+def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, repro_dir):
     """Run PROGRAM on several backends with the same inputs and compare."""
     from ..harness.backends import available
     from ..harness.diff import DiffOptions, diff_program, format_report
@@ -258,6 +260,10 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
         click.echo(line)
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=1, default=str))
+    if repro_dir and report["status"] != "agree":
+        from ..harness.bundle import diff_bundle
+
+        click.echo(f"repro bundle: {diff_bundle(repro_dir, program, module, func.name, args, names, report, timeout)}")
     sys.exit(0 if report["status"] == "agree" else 1)
 
 

@@ -96,6 +96,9 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Gate on the pass rate of op families, e.g. stablehlo.add=0.9 (repeatable) or 0.95 for all.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write a JUnit XML report.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
+@click.option("--repro-dir", type=click.Path(file_okay=False), expose_value=False, is_eager=False,
+              callback=lambda ctx, _p, v: ctx.meta.__setitem__("repro_dir", v),
+              help="Write a repro bundle for every test that failed, crashed or timed out into DIR/<test id>.")
 def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, by_op, max_memory, compare,
         resume, quiet, baseline_path, min_pass_rate, junit_path, html_path):
     """Run every test in PATHS (files or folders, recursive).
@@ -214,6 +217,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run, "results": selected}
+    _write_repro_bundles(selected, opts)
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
     sys.exit(128 + interrupted if interrupted else code)
 
@@ -346,6 +350,15 @@ def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, 
     for why in lost.values():
         click.echo(f"LOST OUTPUT {why}", err=True)
     return 1 if lost else gate.exit_code
+
+
+def _write_repro_bundles(results: list[dict], opts) -> None:
+    folder = click.get_current_context().meta.get("repro_dir")
+    if folder:
+        from ..harness.bundle import write_run_bundles
+
+        made = write_run_bundles(folder, results, opts.backend, opts.compare, opts.timeout)
+        click.echo(f"repro bundles: {len(made)} in {folder}")
 
 
 def _memory_budget(mib: float | None) -> int | None:

@@ -1,0 +1,98 @@
+"""``conform reduce``: shrink a program while a property holds, and bundle it.
+
+Exit codes: 0 the program was reduced and bundled, 1 the property does not
+hold on the program given (nothing to reduce), 2 usage, input or program
+errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+@click.command("reduce")
+@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.option("--backends", default="numpy,xla", show_default=True,
+              help="Comma-separated backends; the first is the baseline, the last the one under suspicion (B).")
+@click.option("--property", "prop", type=click.Choice(["disagree", "crash", "compile-error"]), default="disagree",
+              show_default=True, help="What must keep holding: the backends disagree beyond tolerance, B crashes "
+                                      "or times out, B fails with a message matching --match.")
+@click.option("--match", "match", default=None, help="Regular expression for --property compile-error.")
+@click.option("--script", "script", default=None,
+              help="Instead of a property: a shell command given the candidate's path (inputs next to it as "
+                   "candidate.npz); exit 0 means interesting.")
+@click.option("-o", "--output", "output", required=True, type=click.Path(file_okay=False),
+              help="Folder for the repro bundle of the reduced program.")
+@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
+              help=".npz with one array per argument (default: seeded random inputs).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the random inputs.")
+@click.option("--entry", default=None, help="Function to reduce (default: main, or the only public one).")
+@click.option("--budget", default=120.0, show_default=True, type=float, help="Seconds for the whole reduction.")
+@click.option("--timeout", default=None, type=float,
+              help="Seconds per candidate and backend (default: 20x the original's run, at least 2).")
+@click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
+def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed, entry, budget, timeout, quiet):
+    """Shrink PROGRAM while a property holds; write the smallest program found
+    as a repro bundle in OUTPUT."""
+    from ..errors import ConformError, InputError
+    from ..harness import inputs as I
+    from ..harness.backends import available
+    from ..harness.bundle import expected_values, write_bundle
+    from ..harness.reduce import ENTRY, Property, entry_program, reduce_program
+    from .eval import _entry, _fail, _load
+
+    names = [b.strip() for b in backends.split(",") if b.strip()]
+    unknown = [n for n in names if n not in available()]
+    if unknown:
+        _fail(f"unknown backend {', '.join(unknown)}; available: {', '.join(sorted(available()))}")
+    if prop == "compile-error" and not match:
+        _fail("--property compile-error needs --match REGEX")
+    if prop == "disagree" and not script and len(names) < 2:
+        _fail("--backends needs at least two backends to disagree")
+    module = _load(program)
+    func = _entry(module, entry)
+    try:
+        text, is_test = entry_program(module.text, func.name)
+    except ConformError as e:
+        _fail(str(e))
+    from .. import frontend
+
+    main = frontend.load_text(text, program)[0].funcs[ENTRY]
+    try:
+        args = I.match_inputs(main, I.load_npz(inputs_path)) if inputs_path else I.random_inputs(main, seed)
+    except InputError as e:
+        _fail(str(e))
+    expected = expected_values(module.text, func.name) if is_test else None
+    the_prop = Property(kind="script" if script else prop, match=match, script=script)
+    log = None if quiet else (lambda s: click.echo(f"  {s}", err=True))
+    try:
+        red = reduce_program(text, args, names, the_prop, budget_s=budget, seed=seed, timeout=timeout, log=log)
+    except ConformError as e:
+        _fail(str(e))
+    if not red.holds:
+        click.echo(f"the property does not hold on {program}: {red.property}")
+        for b, o in red.outcomes.items():
+            click.echo(f"  {b}: {o['status']}" + (f": {o['message'].splitlines()[0][:200]}" if o["message"] else ""))
+        sys.exit(1)
+    if expected is not None and red.text != text:
+        expected = None  # the reduced program no longer returns what the checks looked at
+    notes = [f"Reduced by `conform reduce` from `{program}` ({'test' if is_test else 'entry'} @{func.name}): "
+             f"{red.ops_before} ops -> {red.ops_after} ops (terminators not counted), "
+             f"{red.steps} edits kept of {red.candidates} candidates in {red.seconds:.1f} s"
+             + (" (stopped by the time budget)" if red.stopped_by_budget else "") + ".",
+             f"Property: {red.property}."]
+    folder = write_bundle(output, red.text, red.inputs, names, red.outcomes, expected=expected,
+                          title=f"{Path(program).name}: {red.property}", notes=notes)
+    click.echo(f"reduced {program}: {red.ops_before} ops -> {red.ops_after} ops (terminators not counted) "
+               f"in {red.seconds:.1f} s, {red.candidates} candidates"
+               + (", stopped by the time budget" if red.stopped_by_budget else ""))
+    click.echo(f"repro bundle: {folder}")
+
+
+COMMANDS = [reduce_cmd]

@@ -1,0 +1,280 @@
+"""Repro bundles: one folder per disagreement or crash, ready to hand over.
+
+A bundle holds the program (``program.mlir``), its inputs (``inputs.npz``,
+``arg0``, ``arg1``, ...), the values each backend produced
+(``values/<backend>.npz``, ``out0``, ...), the expected values where known
+(``expected.npz``: the values a self-checking test's checks expect),
+``bundle.json`` (the same facts for tools) and a ``README.md`` with the
+commands that reproduce it and each backend's outcome: status, first
+differing element and ULP distance against the baseline backend, and the
+stderr tail of a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def compare_outcomes(outcomes: dict[str, dict], backends: Sequence[str]) -> list[dict[str, Any]]:
+    """Every result of every backend that ran against the first backend's
+    (the one place that decides whether backends disagree): a list of
+    ``compare_values`` records with ``index``, ``backend`` and ``against``."""
+    from .diff import compare_values
+
+    base = backends[0]
+    ref = outcomes.get(base, {}).get("values")
+    out: list[dict[str, Any]] = []
+    if ref is None:
+        return out
+    for b in backends[1:]:
+        got = outcomes.get(b, {}).get("values")
+        if got is None:
+            continue
+        for i, (x, y) in enumerate(zip(got, ref)):
+            c = compare_values(x, y)
+            c.update(index=i, backend=b, against=base)
+            out.append(c)
+    return out
+
+
+def safe_name(text: str) -> str:
+    """A folder name from a test id or a program path."""
+    return re.sub(r"[^\w.-]+", "_", text).strip("_")[:120] or "bundle"
+
+
+def _cmd(*parts: str) -> str:
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def commands(backends: Sequence[str], has_inputs: bool, entry: str = "main") -> list[str]:
+    """Shell commands, run in the bundle's folder, that reproduce it."""
+    inputs = ["--inputs", "inputs.npz"] if has_inputs else []
+    ent = [] if entry == "main" else ["--entry", entry]
+    out = []
+    if len(backends) > 1:
+        out.append(_cmd("conform", "diff", "program.mlir", *inputs, *ent, "--backends", ",".join(backends)))
+    out += [_cmd("conform", "eval", "program.mlir", *inputs, *ent, "--backend", b, "--print") for b in backends]
+    return out
+
+
+def _stderr_tail(message: str) -> str:
+    i = message.find("stderr:")
+    return message[i + len("stderr:"):].strip() if i >= 0 else ""
+
+
+def write_bundle(folder: str | Path, text: str, inputs: Sequence[np.ndarray], backends: Sequence[str],
+                 outcomes: dict[str, dict], *, title: str, expected: Sequence[np.ndarray] | None = None,
+                 entry: str = "main", notes: Sequence[str] = ()) -> Path:
+    """Write a bundle into ``folder`` (created); returns it."""
+    from .inputs import save_npz
+
+    folder = Path(folder)
+    (folder / "values").mkdir(parents=True, exist_ok=True)
+    (folder / "program.mlir").write_text(text if text.endswith("\n") else text + "\n")
+    has_inputs = len(inputs) > 0
+    if has_inputs:
+        save_npz(folder / "inputs.npz", {f"arg{i}": np.asarray(a) for i, a in enumerate(inputs)})
+    for b, o in outcomes.items():
+        if o.get("values") is not None:
+            save_npz(folder / "values" / f"{safe_name(b)}.npz",
+                     {f"out{i}": np.asarray(v) for i, v in enumerate(o["values"])})
+    if expected is not None:
+        save_npz(folder / "expected.npz", {f"out{i}": np.asarray(v) for i, v in enumerate(expected)})
+    comps = compare_outcomes(outcomes, backends)
+    if expected is not None:
+        exp = {"expected": {"status": "ok", "values": list(expected)}}
+        for b in backends:
+            comps += compare_outcomes({**exp, b: outcomes.get(b, {})}, ["expected", b])
+    cmds = commands(backends, has_inputs, entry)
+    doc = {"title": title, "backends": list(backends), "commands": cmds, "notes": list(notes),
+           "inputs": [{"name": f"arg{i}", "dtype": str(np.asarray(a).dtype), "shape": list(np.shape(a))}
+                      for i, a in enumerate(inputs)],
+           "outcomes": {b: {"status": o["status"], "message": o.get("message", "")} for b, o in outcomes.items()},
+           "comparisons": [{k: c[k] for k in ("index", "backend", "against", "status", "max_ulp", "max_abs",
+                                              "message")} for c in comps]}
+    (folder / "bundle.json").write_text(json.dumps(doc, indent=1, default=str))
+    (folder / "README.md").write_text(_readme(doc, comps, outcomes, has_inputs, expected is not None))
+    return folder
+
+
+def _readme(doc: dict, comps: list[dict], outcomes: dict[str, dict], has_inputs: bool, has_expected: bool) -> str:
+    lines = [f"# {doc['title']}", ""]
+    lines += [*doc["notes"], ""] if doc["notes"] else []
+    files = ["`program.mlir` (the program)"]
+    if has_inputs:
+        files.append("`inputs.npz` (its inputs: arg0, arg1, ...)")
+    files.append("`values/<backend>.npz` (what each backend returned: out0, out1, ...)")
+    if has_expected:
+        files.append("`expected.npz` (the values the test expects)")
+    lines += ["Files: " + ", ".join(files) + ".", "", "## Reproduce", "",
+              "From this folder, with `conform` installed (`pip install stablehlo-conform` and the backends):", "",
+              "```sh", *doc["commands"], "```", "", "## Outcomes", ""]
+    for b in doc["backends"]:
+        o = outcomes.get(b, {"status": "not run", "message": ""})
+        lines.append(f"- **{b}**: {o['status']}")
+        if o["status"] != "ok" and o.get("message"):
+            first = o["message"].strip().splitlines()[0][:400]
+            lines.append(f"  - message: `{first}`")
+            tail = _stderr_tail(o["message"])
+            if tail:
+                lines.append(f"  - stderr tail: `{tail[-600:]}`")
+        for c in comps:
+            if c["backend"] == b:
+                verdict = "agrees" if c["status"] == "ok" else "DIFFERS"
+                how = "exact comparison" if c["max_ulp"] is None else f"max ULP {c['max_ulp']}"
+                lines.append(f"  - out{c['index']} vs {c['against']}: {verdict} ({how})"
+                             + (f": {c['message']}" if c["message"] else ""))
+    return "\n".join(lines) + "\n"
+
+
+def expected_values(text: str, entry: str) -> list[np.ndarray] | None:
+    """The values the checks of a self-checking test expect (in the order
+    :func:`stablehlo_conform.frontend.prepare_entry` returns the checked
+    values), or None when some check has no expected value."""
+    from .. import frontend
+    from .backends.base import check_ops
+
+    module = frontend.load_text(text, "<test>")[0]
+    out: list[np.ndarray] = []
+    for op in check_ops(module.funcs[entry]):
+        value = op.attr("value")
+        if value is None or len(op.operands) != 1:
+            return None
+        out.append(np.asarray(value))
+    return out
+
+
+# --------------------------------------------------------------------------- #
+# Bundles of ``conform diff`` and ``conform run``
+# --------------------------------------------------------------------------- #
+
+REPRO_STATUSES = ("fail", "crash", "timeout")
+
+
+def bundle_program(folder: str | Path, text: str, entry: str, args: Sequence[np.ndarray], backends: Sequence[str],
+                   *, title: str, timeout: float | None = 120.0, notes: Sequence[str] = (),
+                   expected: Sequence[np.ndarray] | None = None) -> Path:
+    """Run ``entry`` of ``text`` on every backend (isolated, see
+    :func:`.reduce.run_outcomes`) and write the bundle: the program with
+    ``entry`` as ``main`` (a self-checking test returns what its checks
+    look at), its inputs and each backend's outcome."""
+    from .reduce import ENTRY, entry_program, run_outcomes
+
+    main, _ = entry_program(text, entry)
+    outcomes = run_outcomes(main, args, backends, timeout, ENTRY)
+    return write_bundle(folder, main, args, backends, outcomes, title=title, notes=notes, expected=expected)
+
+
+def _case_of(record: dict) -> tuple[str, list[np.ndarray], str] | None:
+    """(module text, inputs, entry) of a ``conform run`` result record."""
+    from .. import frontend
+    from .cases import enumerate_file
+    from .programs import generated_inputs
+
+    try:
+        cases = enumerate_file(record["file"])
+    except Exception:
+        return None
+    for tid, mod, func in cases.tests:
+        if tid == record["id"]:
+            return mod.text, [], func.name
+    for tid, mod, case in cases.programs:
+        if tid == record["id"]:
+            if case.args_text:
+                args = [np.asarray(a) for a in frontend.parse_attribute(case.args_text, mod.source)]
+            else:
+                args = generated_inputs(case.func)
+            return mod.text, args, case.func.name
+    return None
+
+
+def write_run_bundles(folder: str | Path, results: Sequence[dict], backend: str, compare: Sequence[str] = (),
+                      timeout: float | None = 60.0) -> list[Path]:
+    """One bundle per test of a ``conform run`` that failed, crashed, timed
+    out or on which the compared backends disagree, in ``folder/<test id>``:
+    the test as a program returning the values its checks look at, run on
+    the NumPy oracle and the backends of the run, with the values the checks
+    expect."""
+    backends = list(dict.fromkeys(["numpy", *(compare or [backend])]))
+    out: list[Path] = []
+    for rec in results:
+        if rec.get("status") not in REPRO_STATUSES:
+            continue
+        case = _case_of(rec)
+        if case is None:
+            continue
+        text, args, entry = case
+        try:
+            expected = None if args else expected_values(text, entry)
+        except Exception:
+            expected = None
+        message = (rec.get("message") or "").strip()
+        first = message.splitlines()[0][:300] if message else ""
+        rerun = _cmd("conform", "run", str(Path(rec["file"]).resolve()), "-k", rec["id"].split("::", 1)[-1],
+                     "--backend", backend)
+        notes = [f"Test `{rec['id']}` ({rec['status']} on {backend}): `{first}`",
+                 f"Re-run the test itself: `{rerun}`"]
+        try:
+            out.append(bundle_program(Path(folder) / safe_name(rec["id"]), text, entry, args, backends,
+                                      title=rec["id"], timeout=timeout, notes=notes, expected=expected))
+        except Exception as e:  # the run's result stands; the bundle is a courtesy
+            (Path(folder) / safe_name(rec["id"])).mkdir(parents=True, exist_ok=True)
+            (Path(folder) / safe_name(rec["id"]) / "README.md").write_text(
+                f"# {rec['id']}\n\nNo bundle: {type(e).__name__}: {e}\n")
+    return out
+
+
+def diff_bundle(folder: str | Path, program: str, module, entry: str, args: Sequence[np.ndarray],
+                backends: Sequence[str], report: dict, timeout: float | None = 120.0) -> Path:
+    """The bundle of a ``conform diff`` that found a disagreement or a
+    backend that did not run: the whole program in ``folder/<program>``
+    and, when an op was found diverging, that op alone on its recorded
+    inputs in ``folder/<program>.op``."""
+    folder = Path(folder)
+    name = safe_name(Path(program).stem)
+    notes = [f"From `conform diff {program}`: backends {report['status']}."]
+    first = report.get("first_divergence")
+    if first:
+        notes.append(f"First diverging op: `{first['op']}` at `{first['loc']}`: {first['message']}")
+    shrink = _cmd("conform", "reduce", "program.mlir", *(["--inputs", "inputs.npz"] if args else []),
+                  "--backends", ",".join(backends), "-o", "reduced")
+    notes.append(f"To shrink it: `{shrink}`")
+    out = bundle_program(folder / name, module.text, entry, args, backends, title=f"{Path(program).name}",
+                         timeout=timeout, notes=notes)
+    if first:
+        op_case = first_divergence_case(module, entry, args, first)
+        if op_case is not None:
+            text, op_args = op_case
+            bundle_program(folder / f"{name}.op", text, "main", op_args, backends, timeout=timeout,
+                           title=f"{first['op']} alone (from {Path(program).name}, {first['loc']})",
+                           notes=[f"The first op of `{program}` whose results differ, alone, on the inputs "
+                                  f"it had in the program (run {first['run']} of it)."])
+    return out
+
+
+def first_divergence_case(module, entry: str, args: Sequence[np.ndarray], first: dict):
+    """``(one-op module text, its recorded inputs)`` of the op a diff report
+    names as the first divergence, or None."""
+    from .. import frontend
+    from ..program import walk_ops
+    from .diff import _trace, one_op_text
+
+    events = _trace(module, entry, args, None, None)
+    texts = frontend.op_texts(module.text)
+    order = {id(op): i for i, op in enumerate(op for fn in module.funcs.values() for op in walk_ops(fn.body))}
+    seen: dict[int, int] = {}
+    for op, op_args, _ in events:
+        k = seen.get(id(op), 0)
+        seen[id(op)] = k + 1
+        if op.name == first["op"] and str(op.loc) == first["loc"] and k == first["run"]:
+            i = order.get(id(op))
+            text = one_op_text(op, texts[i]) if i is not None and i < len(texts) else None
+            return (text, [np.asarray(a) for a in op_args]) if text else None
+    return None
