@@ -15,7 +15,8 @@ import click
 
 
 @click.command()
-@click.option("--seed", type=int, default=0, show_default=True, help="Campaign seed: program i of a seed never changes.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Campaign seed (program i of a seed never changes).")
 @click.option("--count", type=int, default=100, show_default=True, help="Programs in the campaign (all shards).")
 @click.option("--backends", default="numpy,xla", show_default=True,
               help="Comma-separated backends; the first is the baseline the others are compared with.")

@@ -99,8 +99,10 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--repro-dir", type=click.Path(file_okay=False), expose_value=False, is_eager=False,
               callback=lambda ctx, _p, v: ctx.meta.__setitem__("repro_dir", v),
               help="Write a repro bundle for every test that failed, crashed or timed out into DIR/<test id>.")
+@click.option("--shard", "shard", metavar="K/N", callback=lambda _c, _p, v: _parse_shard(v),
+              help="Run only shard K of N (a test's shard comes from its id); 'conform report' merges the shards.")
 def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, by_op, max_memory, compare,
-        resume, quiet, baseline_path, min_pass_rate, junit_path, html_path):
+        resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, shard):
     """Run every test in PATHS (files or folders, recursive).
 
     Exit code 0 when the gate passes (by default: every test passed; with
@@ -112,6 +114,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     from ..harness.cases import Options, discover, matches
     from ..harness.gate import Baseline, GateError, parse_min_pass_rates
     from ..harness.runner import Runner
+    from ..harness.shard import in_shard
     from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
 
     try:
@@ -129,7 +132,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     timeout = timeout or None
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout, max_bytes=_memory_budget(max_memory),
-                   pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
+                   pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()), shard=shard)
     if backend != "numpy":
         from ..harness.backends import available
 
@@ -142,6 +145,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     settings = {"backend": backend, "compare": list(opts.compare), "timeout": timeout, "load_timeout": load_timeout,
                 "max_bytes": opts.max_bytes, "pattern": pattern,
                 "paths": sorted(str(Path(p).resolve()) for p in paths)}
+    settings["shard"] = _shard_info(shard, files, settings)
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
     selected: list[dict] = []
     done: set[str] = set()
@@ -166,6 +170,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         stream.write(header_record(settings))
 
     def on_result(rec: dict) -> None:
+        if not in_shard(rec["id"], shard):
+            return
         if not matches(rec["id"], pattern) and not rec["id"].endswith(">"):
             return
         if pattern and rec["id"].endswith(">") and rec["status"] == "pass":
@@ -217,6 +223,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run, "results": selected}
+    doc["shard"] = settings["shard"]
     _write_repro_bundles(selected, opts)
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
     sys.exit(128 + interrupted if interrupted else code)
@@ -359,6 +366,24 @@ def _write_repro_bundles(results: list[dict], opts) -> None:
 
         made = write_run_bundles(folder, results, opts.backend, opts.compare, opts.timeout)
         click.echo(f"repro bundles: {len(made)} in {folder}")
+
+
+def _parse_shard(text):
+    from ..harness.shard import ShardError, parse_shard
+
+    try:
+        return parse_shard(text)
+    except ShardError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _shard_info(shard, files, settings) -> dict | None:
+    """What the shards of one run share: the files (as given) and the
+    settings the results depend on."""
+    from ..harness.shard import shard_info, universe_hash
+
+    same = {k: settings[k] for k in ("backend", "compare", "pattern")}
+    return shard_info(shard, universe_hash([str(f) for f in files], same), len(files))
 
 
 def _memory_budget(mib: float | None) -> int | None:

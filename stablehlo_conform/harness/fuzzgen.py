@@ -411,7 +411,7 @@ def _k_dot(b: _Builder):
     x = b.arg(ls, et, draw(rng, ls, et))
     y = b.arg(rs, et, draw(rng, rs, et))
     nb = len(bs)
-    dims = (f"batching_dims = [0] x [0], " if batch else "") + f"contracting_dims = [{nb + 1}] x [{nb}]"
+    dims = ("batching_dims = [0] x [0], " if batch else "") + f"contracting_dims = [{nb + 1}] x [{nb}]"
     r = b.op(f"stablehlo.dot_general {x}, {y}, {dims} : ({tensor(ls, et)}, {tensor(rs, et)}) -> {tensor(os_, et)}",
              "stablehlo.dot_general")
     return [(r, tensor(os_, et))], [et], False
