@@ -1084,8 +1084,12 @@ def dense_attr(a: np.ndarray, type_text: str):
     a = np.require(np.asarray(a), requirements="C")
     if a.dtype.kind == "b":
         return ir.DenseElementsAttr.get(a.astype(np.bool_), type=t)
-    if a.dtype.kind == "V":  # ml_dtypes (bf16, f8, int4): no buffer the bindings read
-        raise ParseError(f"values of type {type_text} cannot become a constant")
+    if a.dtype.kind == "V":  # ml_dtypes: bf16 and f8 cross as their bit patterns, sub-byte types do not
+        el = ir.ShapedType(t).element_type
+        width = ir.FloatType(el).width if _isa(el, ir.FloatType) else 0
+        if width != a.dtype.itemsize * 8 or width not in (8, 16):
+            raise ParseError(f"values of type {type_text} cannot become a constant")
+        return ir.DenseElementsAttr.get(a.view(np.uint8 if width == 8 else np.uint16), type=t)
     return ir.DenseElementsAttr.get(a, signless=a.dtype.kind != "u", type=t)
 
 

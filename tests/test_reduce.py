@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from stablehlo_conform import frontend
+from stablehlo_conform.errors import ParseError
 from stablehlo_conform.harness.inputs import load_npz
 
 CONFORM = [sys.executable, "-m", "stablehlo_conform.cli"]
@@ -303,3 +304,163 @@ def test_run_repro_dir_bundles_each_failure_and_crash(plugin, tmp_path):
     cmd = next(c for c in readme_commands(wrong) if "--backend abortcos" in c)
     r = subprocess.run(["bash", "-c", cmd], cwd=wrong, env=plugin, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "[-3 -4]" in r.stdout, r.stdout + r.stderr
+
+
+# the editing API and the other properties ------------------------------------------------
+
+LOOP = """
+func.func private @twice(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %0 = stablehlo.multiply %x, %y : tensor<4xf32>
+  %w:2 = stablehlo.while(%i = %c0, %v = %0) : tensor<i32>, tensor<4xf32>
+   cond {
+    %n = stablehlo.constant dense<3> : tensor<i32>
+    %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %i1 = stablehlo.add %i, %one : tensor<i32>
+    %e = stablehlo.sine %v : tensor<4xf32>
+    stablehlo.return %i1, %e : tensor<i32>, tensor<4xf32>
+  }
+  %1 = func.call @twice(%w#1) : (tensor<4xf32>) -> tensor<4xf32>
+  return %1, %0 : tensor<4xf32>, tensor<4xf32>
+}
+"""
+
+
+def _names(text):
+    return [r["name"] for r in frontend.op_inventory(text) if not r["terminator"]]
+
+
+def _run(text, *args):
+    from stablehlo_conform import evaluate
+
+    return evaluate(frontend.load_text(text)[0], *args)
+
+
+def test_edits_keep_the_program_valid_and_their_meaning_where_they_should():
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    y = np.full(4, 0.5, np.float32)
+    want = _run(LOOP, x, y)
+    inv = frontend.op_inventory(LOOP)
+    idx = {r["name"]: r["index"] for r in inv}
+    assert frontend.count_ops(LOOP) == 10  # terminators not counted, the callee's add included
+    # inlining and unrolling the loop three times keep the values
+    text, prov = frontend.edit_module(LOOP, [("inline",)])
+    assert "func.call" not in text and "@twice" not in text and prov == [("arg", 0), ("arg", 1)]
+    np.testing.assert_array_equal(_run(text, x, y)[0], want[0])
+    text, _ = frontend.edit_module(LOOP, [("unroll", idx["stablehlo.while"], 3)])
+    assert "stablehlo.while" not in text and _names(text).count("stablehlo.sine") == 3
+    np.testing.assert_array_equal(_run(text, x, y)[0], want[0])
+    # an op made an argument: the recorded value joins the inputs, unused arguments go
+    text, prov = frontend.edit_module(LOOP, [("to_arg", idx["stablehlo.multiply"]), ("keep_results", [0])])
+    assert prov == [("op", idx["stablehlo.multiply"], 0)] and "stablehlo.multiply" not in text
+    np.testing.assert_array_equal(_run(text, x * y)[0], want[0])
+    # the earliest results, an op replaced by its operand, a loop value passing through
+    text, _ = frontend.edit_module(LOOP, [("results_of", idx["stablehlo.multiply"])])
+    assert _names(text) == ["stablehlo.multiply"]
+    text, _ = frontend.edit_module(LOOP, [("to_operand", idx["stablehlo.sine"], 0)])
+    assert "stablehlo.sine" not in text
+    text, _ = frontend.edit_module(LOOP, [("passthrough", idx["stablehlo.while"], 1)])
+    assert "stablehlo.sine" not in text
+    # shapes shrink where the ops allow it
+    text, _ = frontend.edit_module(LOOP, [("inline",), ("reshape", {"tensor<4xf32>": "tensor<1xf32>"})])
+    np.testing.assert_array_equal(_run(text, x[:1], y[:1])[0], want[0][:1])
+    # an edit that breaks the program is refused by the verifier
+    with pytest.raises(ParseError):
+        frontend.edit_module(LOOP, [("reshape", {"tensor<i32>": "tensor<2xi32>"})])
+    with pytest.raises(ParseError):
+        frontend.edit_module(LOOP, [("results_of", idx["stablehlo.sine"])])  # not in the function's own body
+
+
+def test_script_property_reduces_to_one_op_with_shrunk_shapes_deterministically(plugin, tmp_path):
+    prog = tmp_path / "crash.mlir"
+    prog.write_text(crash_program())
+    texts = []
+    for k in range(2):
+        out = tmp_path / f"b{k}"
+        p = conform(["reduce", prog, "--script", "grep -q stablehlo.cosine", "--backends", "numpy",
+                     "-o", out, "-q", "--seed", "3"], tmp_path, plugin)
+        assert p.returncode == 0, p.stdout + p.stderr
+        texts.append((out / "program.mlir").read_text())
+        inputs = load_npz(out / "inputs.npz")
+        assert [a.shape for a in inputs.values()] == [(1,)]
+        assert json.loads((out / "bundle.json").read_text())["outcomes"]["numpy"]["status"] == "ok"
+    assert texts[0] == texts[1]
+    assert _names(texts[0]) == ["stablehlo.cosine"] and "tensor<1xf32>" in texts[0]
+
+
+REJECTS = '''
+from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
+from stablehlo_conform.kernels.registry import load_all
+
+REF = load_all()
+
+
+def tanh(op, x):
+    raise ValueError("cannot lower tanh: no vector unit for this width")
+
+
+class Rejects(NumpyBackend):
+    name = "rejects"
+
+    def __init__(self):
+        super().__init__(registry=REF.with_overrides({"stablehlo.tanh": tanh}))
+'''
+
+
+def test_compile_error_property_keeps_the_op_with_the_message(plugin, tmp_path, monkeypatch):
+    from stablehlo_conform.harness.reduce import Property, reduce_program
+
+    site = tmp_path / "site"
+    (site / "rejects-0.1.dist-info").mkdir(parents=True)
+    (site / "rejects_backend.py").write_text(REJECTS)
+    (site / "rejects-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: rejects\nVersion: 0.1\n")
+    (site / "rejects-0.1.dist-info" / "entry_points.txt").write_text(
+        "[stablehlo_conform.backends]\nrejects = rejects_backend:Rejects\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    prop = Property(kind="compile-error", match="no vector unit")
+    red = reduce_program(crash_program(), None, ["numpy", "rejects"], prop, budget_s=120, seed=0)
+    assert red.holds and red.ops_before == 26
+    assert _names(red.text) == ["stablehlo.tanh"]
+    assert red.outcomes["rejects"]["status"] == "error" and "no vector unit" in red.outcomes["rejects"]["message"]
+    # the same program with another message does not hold the property
+    red = reduce_program(crash_program(), None, ["numpy", "rejects"],
+                         Property(kind="compile-error", match="out of registers"), budget_s=60)
+    assert not red.holds and red.text == crash_program()
+
+
+def test_self_checking_test_is_reduced_without_its_checks(plugin, tmp_path):
+    (tmp_path / "suite.mlir").write_text(SUITE)
+    out = tmp_path / "b"
+    p = conform(["reduce", "suite.mlir", "--entry", "cos_crash", "--backends", "numpy,abortcos",
+                 "--property", "crash", "-o", out, "-q"], tmp_path, plugin)
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = (out / "program.mlir").read_text()
+    assert "check." not in text and _names(text) == ["stablehlo.cosine"]
+    assert json.loads((out / "bundle.json").read_text())["outcomes"]["abortcos"]["status"] == "crash"
+
+
+def test_constants_of_every_standard_and_16_or_8_bit_float_type():
+    import ml_dtypes
+
+    t = """func.func @main(%x: tensor<3xbf16>, %y: tensor<3xui8>, %z: tensor<2xf8E4M3FN>) ->
+        (tensor<3xi1>, tensor<3xbf16>, tensor<3xui8>, tensor<2xf8E4M3FN>) {
+      %a = stablehlo.add %x, %x : tensor<3xbf16>
+      %b = stablehlo.add %y, %y : tensor<3xui8>
+      %c = stablehlo.compare LT, %a, %x : (tensor<3xbf16>, tensor<3xbf16>) -> tensor<3xi1>
+      %d = stablehlo.add %z, %z : tensor<2xf8E4M3FN>
+      return %c, %a, %b, %d : tensor<3xi1>, tensor<3xbf16>, tensor<3xui8>, tensor<2xf8E4M3FN>
+    }"""
+    values = [np.array([1, 2.5, -3], ml_dtypes.bfloat16), np.array([250, 2, 3], np.uint8),
+              np.array([True, False, True]), np.array([0.5, -2], ml_dtypes.float8_e4m3fn)]
+    text, prov = frontend.edit_module(t, [("to_const", k, [v]) for k, v in enumerate(values)])
+    assert prov == [] and _names(text) == ["stablehlo.constant"] * 4
+    got = _run(text)
+    for g, want in zip(got, [values[2], values[0], values[1], values[3]]):
+        assert g.dtype == want.dtype and g.tolist() == want.tolist()

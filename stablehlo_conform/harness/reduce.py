@@ -598,8 +598,9 @@ def reduce_program(text: str, inputs: Sequence[np.ndarray] | None, backends: Seq
         r.outcomes = outcomes
         if holds:
             r.run()
-        if prop.needs_backends() and (not r.outcomes or set(r.outcomes) != set(backends)):
-            r.outcomes = r.runners.outcomes(r.text, r.inputs)
+        if holds and set(r.outcomes) != set(backends):
+            # what every backend gives on the result (a script decided alone; a check may stop early)
+            r.outcomes = run_outcomes(r.text, r.inputs, backends, r.timeout)
     finally:
         r.close()
     return Reduction(text=r.text, inputs=r.inputs, ops_before=ops_before, ops_after=frontend.count_ops(r.text),
