@@ -9,9 +9,10 @@ and ``conform reduce``), and every disagreement or crash is shrunk by
 
 Every program ends as one record in the style of ``conform run --json``
 (``id`` ``fuzz/<seed>/<index>``, ``status`` pass / fail (backends disagree)
-/ crash / timeout / error / unsupported, ``message``, ``family``,
-``dtypes``), so ``conform report`` and ``conform triage`` read a campaign's
-results like a run's, and the shards of a campaign merge like a run's.
+/ crash / timeout / error / unsupported, ``message``, ``family`` (the last op
+of the program, of the reduced program once reduced), ``dtypes``), so
+``conform report`` and ``conform triage`` read a campaign's results like a
+run's, and the shards of a campaign merge like a run's.
 """
 
 from __future__ import annotations
@@ -82,7 +83,9 @@ def _reduce_and_bundle(prog: Program, status: str, backend: str | None, backends
     (folder / "original.mlir").write_text(prog.text)
     save_npz(folder / "original.npz", {f"arg{i}": np.asarray(a) for i, a in enumerate(prog.inputs)})
     ops, types = program_signature(red.text)
-    return {"reduced": True, "bundle": str(folder), "ops_before": red.ops_before, "ops_after": red.ops_after,
+    last = [m for m in _OP.findall(red.text) if m not in _QUIET_OPS]
+    return {"reduced": True, "family": last[-1] if last else "-", "bundle": str(folder),
+            "ops_before": red.ops_before, "ops_after": red.ops_after,
             "reduced_ops": ops, "reduced_types": types, "reduce_seconds": round(red.seconds, 2),
             "still_holds": red.holds}
 
