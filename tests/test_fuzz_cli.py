@@ -6,6 +6,7 @@ subprocesses, with XLA CPU as the second backend."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -130,6 +131,55 @@ def test_fuzz_finds_reduces_and_bundles_xla_disagreements(tmp_path):
     sub = next(r for r in fails if r["id"] == "fuzz/0/12")
     assert sub["kind"] == "subnormal"
     assert any("stablehlo.convert" in r["reduced_ops"] or "stablehlo." in r["reduced_ops"] for r in fails)
+
+
+CRASHING_BACKEND = '''
+import os
+
+from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
+from stablehlo_conform.kernels.registry import load_all
+
+
+def cosine(op, x):
+    os.abort()
+
+
+class AbortCosine(NumpyBackend):
+    name = "abortcosine"
+
+    def __init__(self):
+        super().__init__(registry=load_all().with_overrides({"stablehlo.cosine": cosine}))
+'''
+
+
+def test_a_crashing_backend_ends_its_programs_not_the_campaign(tmp_path):
+    """A backend aborting the process on ``cosine`` (a plugin): programs 4
+    (cosine inside a while body) and 7 of seed 0 crash, are reduced to the
+    cosine alone and bundled; every other program still runs and agrees."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "abort_cosine.py").write_text(CRASHING_BACKEND)
+    info = site / "abort_cosine-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: abort-cosine\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[stablehlo_conform.backends]\nabortcosine = abort_cosine:AbortCosine\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "out"
+    p = subprocess.run(CONFORM + ["fuzz", "--seed", "0", "--count", "8", "--backends", "numpy,abortcosine",
+                                  "-o", str(out), "--budget", "30"], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert p.returncode == 1, p.stdout + p.stderr
+    doc = json.loads((out / "results.json").read_text())
+    status = {r["id"]: r["status"] for r in doc["results"]}
+    assert len(status) == 8
+    assert {i for i, s in status.items() if s != "pass"} == {"fuzz/0/4", "fuzz/0/7"}
+    for r in doc["results"]:
+        if r["status"] == "crash":
+            assert "stablehlo.cosine" in fuzzgen.generate(0, int(r["id"].split("/")[-1])).text
+            assert r["reduced"] and r["ops_after"] == 1 and r["reduced_ops"] == "stablehlo.cosine"
+            bundle = json.loads((Path(r["bundle"]) / "bundle.json").read_text())
+            assert bundle["outcomes"]["abortcosine"]["status"] == "crash"
+    assert "2 crash or time out" in p.stdout
 
 
 def test_fuzz_usage_errors():
