@@ -21,7 +21,8 @@ import click
 @click.option("--backends", default="numpy,xla", show_default=True,
               help="Comma-separated backends; the first is the baseline the others are compared with.")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
-              help="Folder for the repro bundles (one per disagreement or crash) and results.json.")
+              help="Folder for the repro bundles (one per disagreement or crash) and results.json; "
+                   "without it nothing is reduced or bundled.")
 @click.option("--shard", "shard", metavar="K/N", help="Run only programs i with i mod N == K-1.")
 @click.option("--budget", type=float, default=30.0, show_default=True,
               help="Seconds the reducer may spend on each disagreement or crash.")
