@@ -261,6 +261,11 @@ def test_run_shards_split_by_test_id_and_merge(tmp_path):
     p = conform("report", *parts, "--json", tmp_path / "all.json", "-q")
     doc = json.loads((tmp_path / "all.json").read_text())
     assert sorted(r["id"] for r in doc["results"]) == ids and doc["complete"]
+    # pruning a baseline from shards with one missing would drop that shard's entries
+    p = conform("baseline", "update", parts[0], parts[1], "-o", tmp_path / "bl.json", "--prune")
+    assert p.returncode == 2 and "shards missing: 3/3" in p.stdout + p.stderr
+    p = conform("baseline", "update", *parts, "-o", tmp_path / "bl.json", "--prune")
+    assert p.returncode == 0, p.stdout + p.stderr
     # a shard of another run (other files) is not merged into this one
     other = tmp_path / "other.json"
     conform("run", suite / "example_suite.mlir", "--shard", "1/3", "--json", other, "-q")

@@ -14,12 +14,19 @@ import click
 
 
 def _load_runs(paths):
+    """The runs of PATHS, the shards of one run merged into one (see
+    :func:`~stablehlo_conform.harness.shard.merge_shards`; a merged run with a
+    shard missing is incomplete)."""
     from ..harness.reports import ReportError, load_results
+    from ..harness.shard import merge_shards
 
     try:
-        return [load_results(p) for p in paths]
+        runs, notes = merge_shards([load_results(p) for p in paths])
     except ReportError as e:
         raise click.UsageError(str(e)) from None
+    for note in notes:
+        click.echo(note)
+    return runs
 
 
 def _load_baseline(path):
@@ -52,11 +59,8 @@ def report(results, html_path, junit_path, baseline_path, title, quiet, json_pat
     ('--shard K/N') are merged into one run; a missing shard makes the merged
     run incomplete and every report says so."""
     from ..harness.reports.text import family_table
-    from ..harness.shard import merge_shards
 
-    runs, notes = merge_shards(_load_runs(results))
-    for note in notes:
-        click.echo(note)
+    runs = _load_runs(results)
     if json_path:
         import json
 
