@@ -62,7 +62,7 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     z = int(T.to_bits(tiny).astype(np.int64)[0]) - 1
     if z > 0:
         def squash(m):
-            return np.where(m > z, m - z, np.where(2 * m < z, 0, 1))
+            return np.where(m > z, m - z, np.where(m < (z + 1) // 2, 0, 1))
         ma = np.where(both_finite, squash(ma), ma)
         mb = np.where(both_finite, squash(mb), mb)
     diff_sign = na != nb
@@ -101,6 +101,8 @@ def _scalar(x):
     x = np.asarray(x)
     if x.dtype.kind == "c":
         return complex(x)
+    if x.dtype.name.startswith(("int", "uint")):  # incl. ml_dtypes' sub-byte integers (kind "V")
+        return int(x.astype(np.int64))
     if x.dtype.kind == "f" or x.dtype.name in ("bfloat16",) or x.dtype.kind == "V":
         return float(x.astype(np.float64))
     try:
@@ -130,12 +132,38 @@ def _almost_equal(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
     return equal | close
 
 
+# elements compared at a time: the temporaries of a comparison (ULP distances,
+# masks) stay this small however large the tensors (a splat is a view)
+BLOCK = 1 << 20
+_NO_ULP = np.iinfo(np.uint64).max
+
+
+def _bad(a: np.ndarray, b: np.ndarray, max_ulp: int | None, atol: float | None,
+         exact_bits: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The mismatch mask of two flat blocks, and their ULP distances (floats)."""
+    if not is_float_dtype(a.dtype):
+        return a != b, None
+    if exact_bits:
+        return T.to_bits(a) != T.to_bits(b), None
+    ulp = ulp_distance(a, b)
+    if atol is None:
+        return ulp > np.uint64(max_ulp or 0), ulp
+    # signed zeros and infinities compare exactly
+    if a.dtype.kind == "c":
+        ok = _almost_equal(a.real, b.real, atol) & _almost_equal(a.imag, b.imag, atol)
+    else:
+        ok = _almost_equal(a, b, atol)
+    return ~ok, ulp
+
+
 def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0,
             atol: float | None = None, exact_bits: bool = False) -> Mismatch | None:
     """None when equal within the budget, else the first mismatch.
 
     ``max_ulp`` bounds the ULP distance of floats; ``atol`` (if given) accepts
-    elements whose absolute difference is within it instead.
+    elements whose absolute difference is within it instead. Any rank (0
+    included) and size: elements are compared :data:`BLOCK` at a time in
+    row-major order.
     """
     actual = np.asarray(actual)
     expected = np.asarray(expected)
@@ -143,43 +171,70 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, max_ulp: int | None = 0
         return Mismatch((), f"shape {actual.shape}", f"shape {expected.shape}", None, 1, 1)
     if actual.dtype != expected.dtype:
         return Mismatch((), f"dtype {actual.dtype}", f"dtype {expected.dtype}", None, 1, 1)
-    ulp = None
-    if is_float_dtype(actual.dtype):
-        if exact_bits:
-            bad = T.to_bits(actual) != T.to_bits(expected)
-        else:
-            ulp = ulp_distance(actual, expected)
-            bad = ulp > np.uint64(max_ulp or 0)
-            # signed zeros and infinities compare exactly
-            if atol is not None:
-                if actual.dtype.kind == "c":
-                    ok = _almost_equal(actual.real, expected.real, atol) & _almost_equal(
-                        actual.imag, expected.imag, atol)
-                else:
-                    ok = _almost_equal(actual, expected, atol)
-                bad = ~ok
-    else:
-        bad = actual != expected
-    return mismatch_at(actual, expected, bad, ulp)
-
-
-def mismatch_at(actual: np.ndarray, expected: np.ndarray, bad: np.ndarray,
-                ulp: np.ndarray | None = None) -> Mismatch | None:
-    """None when no element of ``bad`` is set, else the first mismatch with
-    both values, the count and (for floats) the largest differences."""
-    if not np.any(bad):
-        return None
     total = actual.size
-    idx = tuple(int(i) for i in np.argwhere(bad)[0])
-    m = Mismatch(idx, _scalar(actual[idx]), _scalar(expected[idx]),
-                 int(ulp[idx]) if ulp is not None and ulp[idx] != np.iinfo(np.uint64).max else None,
-                 int(np.count_nonzero(bad)), int(total))
-    if ulp is not None:
-        finite = ulp[ulp != np.iinfo(np.uint64).max]
-        m.max_ulp = int(finite.max()) if finite.size else None
-    if actual.dtype.kind in "fc" or is_float_dtype(actual.dtype):
+    if total > 1 and not any(actual.strides) and not any(expected.strides):
+        # two splats (broadcast views of one element each): one comparison stands for all
+        m = compare(actual.reshape(-1)[:1], expected.reshape(-1)[:1], max_ulp=max_ulp, atol=atol,
+                    exact_bits=exact_bits)
+        if m is not None:
+            m.index, m.count, m.total = (0,) * actual.ndim, total, total
+        return m
+    flat_a, flat_b = actual.reshape(-1), expected.reshape(-1)  # views for contiguous arrays and splats
+    blocks = range(0, total, BLOCK)
+    count = 0
+    first = first_ulp = None
+    for i in blocks:
+        bad, ulp = _bad(flat_a[i:i + BLOCK], flat_b[i:i + BLOCK], max_ulp, atol, exact_bits)
+        n = int(np.count_nonzero(bad))
+        if n and first is None:
+            k = int(np.flatnonzero(bad)[0])
+            first = i + k
+            first_ulp = int(ulp[k]) if ulp is not None else None
+        count += n
+    if not count:
+        return None
+    return _describe(flat_a, flat_b, actual.shape, first, first_ulp, count, exact_bits)
+
+
+def _describe(flat_a: np.ndarray, flat_b: np.ndarray, shape: tuple, first: int, first_ulp: int | None,
+              count: int, exact_bits: bool = False) -> Mismatch:
+    """The mismatch report: the first differing element (by flat position: the
+    same for every rank, rank 0 included), both values, the count and, for
+    floats, the largest ULP and absolute differences (a second pass over the
+    blocks, on failures only)."""
+    idx = tuple(int(i) for i in np.unravel_index(first, shape))
+    m = Mismatch(idx, _scalar(flat_a[first]), _scalar(flat_b[first]),
+                 first_ulp if first_ulp != _NO_ULP else None, count, int(flat_a.size))
+    if not is_float_dtype(flat_a.dtype):
+        return m
+    max_ulps, max_abs = [], []
+    for i in range(0, flat_a.size, BLOCK):
+        a, b = flat_a[i:i + BLOCK], flat_b[i:i + BLOCK]
+        if not exact_bits:
+            ulp = ulp_distance(a, b)
+            finite = ulp[ulp != _NO_ULP]
+            if finite.size:
+                max_ulps.append(int(finite.max()))
         with np.errstate(invalid="ignore", over="ignore"):
-            d = np.abs(actual.astype(np.complex128) - expected.astype(np.complex128))
+            d = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
         d = d[np.isfinite(d)]
-        m.max_abs = float(d.max()) if d.size else None
+        if d.size:
+            max_abs.append(float(d.max()))
+    m.max_ulp = max(max_ulps) if max_ulps else None
+    m.max_abs = max(max_abs) if max_abs else None
     return m
+
+
+def mismatch_at(actual: np.ndarray, expected: np.ndarray, bad: np.ndarray) -> Mismatch | None:
+    """None when no element of ``bad`` is set, else the mismatch report of
+    :func:`compare` for the elements a caller's own rule marked ``bad``."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    flat_bad = np.broadcast_to(np.asarray(bad, dtype=bool), actual.shape).reshape(-1)
+    count = int(np.count_nonzero(flat_bad))
+    if not count:
+        return None
+    flat_a, flat_b = actual.reshape(-1), expected.reshape(-1)
+    first = int(np.flatnonzero(flat_bad)[0])
+    first_ulp = int(ulp_distance(flat_a[first:first + 1], flat_b[first:first + 1])[0]) \
+        if is_float_dtype(actual.dtype) else None
+    return _describe(flat_a, flat_b, actual.shape, first, first_ulp, count)

@@ -15,11 +15,34 @@ from typing import Any
 import numpy as np
 
 from . import types as T
+from .deep import HANDOFF_DEPTH, in_deep_thread, run_deep
 from .errors import ConformError, KernelError, ResourceError, Timeout, UnsupportedOp
 from .kernels.quantized import dequantize_op_quantize, passes_storage
 from .kernels.registry import Registry, load_all
 from .program import Func, Module, Op, Region
 
+# nested function calls and regions one evaluation may be inside of; deeper is
+# taken for a runaway recursion and ends with the location of the op that went
+# past it (the engine runs on a thread with a stack big enough for this depth)
+MAX_DEPTH = 10_000
+
+
+class DepthExceeded(ConformError):
+    """More than :data:`MAX_DEPTH` nested calls and regions."""
+
+    def __init__(self) -> None:
+        super().__init__(f"more than {MAX_DEPTH} nested calls and regions (a runaway recursion?)")
+        self.located = False
+
+    def at(self, op: Op) -> "DepthExceeded":
+        """Name the innermost op that went past the limit (once)."""
+        if not self.located:
+            self.located = True
+            self.args = (f"{op.loc}: error: {op.name}: {self.args[0]}",)
+        return self
+
+
+LOADED_CONSTANTS = frozenset({"stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant"})
 TERMINATORS = frozenset({"func.return", "stablehlo.return", "chlo.return", "mhlo.return",
                          "scf.yield", "tensor.yield", "shape.assuming_yield", "sdy.return"})
 
@@ -148,22 +171,24 @@ class Engine:
         f = self.func(name)
         if len(args) != len(f.param_types):
             raise ConformError(f"@{name} takes {len(f.param_types)} arguments, got {len(args)}")
-        self.depth += 1
-        if self.depth > 500:
-            raise ConformError(f"call depth exceeded calling @{name}")
         saved = self.current_env
         try:
             env: dict[int, Any] = {}
             return self.run_region(f.body, tuple(args), env, lanes=lanes)
         finally:
             self.current_env = saved
-            self.depth -= 1
 
     # regions ---------------------------------------------------------
     def run_region(self, region: Region, args: Sequence[Any], env: dict, lanes: bool = False) -> tuple:
+        if self.depth >= HANDOFF_DEPTH and not in_deep_thread():
+            # deep: the rest of the recursion on a thread with room for MAX_DEPTH levels
+            return run_deep(self.run_region, region, args, env, lanes)
         saved = self.current_env
         self.current_env = env
+        self.depth += 1
         try:
+            if self.depth > MAX_DEPTH:
+                raise DepthExceeded()
             block_index = 0
             blocks = region.blocks
             while True:
@@ -176,6 +201,7 @@ class Engine:
                 block_index, args = out[1], out[2]
         finally:
             self.current_env = saved
+            self.depth -= 1
 
     def _run_ops(self, ops: Sequence[Op], env: dict, lanes: bool):
         registry = self.registry
@@ -196,7 +222,12 @@ class Engine:
                 return self._switch(op, env)
             args = [env[v] for v in op.operands]
             if name == "func.call":
-                results = self.call(op.attrs["callee"].name, args, lanes=lanes)
+                try:
+                    results = self.call(op.attrs["callee"].name, args, lanes=lanes)
+                except DepthExceeded as e:
+                    raise e.at(op) from None
+                except RecursionError:  # a stack smaller than MAX_DEPTH needs
+                    raise KernelError(name, str(op.loc), "recursion too deep") from None
             else:
                 cached = op.__dict__.get("_kernel")
                 if cached is not None and cached[0] is registry:
@@ -217,6 +248,8 @@ class Engine:
                         results = dequantize_op_quantize(self, op, fn, args)
                     else:
                         results = fn(OpContext(op, self), *args)
+                except DepthExceeded as e:
+                    raise e.at(op) from None
                 except ConformError:
                     raise
                 except RecursionError:
@@ -294,7 +327,9 @@ class Engine:
     def _guard_memory(self, op: Op) -> None:
         total = op.__dict__.get("_result_bytes")
         if total is None:
-            total = op._result_bytes = sum(
+            # a constant's value exists already (checked against the budget when
+            # loaded; a splat is a view): running the op allocates nothing
+            total = op._result_bytes = 0 if op.name in LOADED_CONSTANTS else sum(
                 (ty.num_elements() or 0) * ty.dtype.itemsize
                 for ty in op.result_types if isinstance(ty, T.TensorType) and ty.is_static)
         if total > self.max_bytes:

@@ -12,9 +12,12 @@ StableHLO dialect), change the imports in :func:`_bindings`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import itertools
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +25,13 @@ import numpy as np
 
 from . import iree_format
 from . import types as T
+from .deep import HANDOFF_DEPTH, in_deep_thread, run_deep
 from .errors import ParseError
 from .program import (AttrRecord, AxisRef, Block, Func, Loc, Mesh, MeshAxesGroups, Module, Op, OpaqueAttr, Region,
                       SymbolRef, TensorSharding)
 
 BYTECODE_MAGIC = b"ML\xefR"
-SPLIT_RE = re.compile(r"^// -----[ \t]*$", re.M)
+SPLIT_MARK = "// -----"
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -193,6 +197,10 @@ class Chunk:
     line: int  # 1-based line where the chunk starts
     text: str | None = None
     data: bytes | None = None
+    # what is parsed: ``text`` with its large literals cut out and check sugar rewritten
+    source: str | None = None
+    # the large hex literals cut out: name -> (start, end) of their digits in ``text``
+    literals: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def read_chunks(path: str | Path, split: bool = True) -> list[Chunk]:
@@ -201,7 +209,20 @@ def read_chunks(path: str | Path, split: bool = True) -> list[Chunk]:
     if raw.startswith(BYTECODE_MAGIC):
         return [Chunk(str(p), 1, data=raw)]
     text = raw.decode("utf-8", errors="replace")
+    del raw
     return split_text(text, str(p), split)
+
+
+def _split_marks(text: str):
+    """(start, end) of every ``// -----`` line (``end`` before its newline),
+    found with ``str.find`` (a regex scan visits every character slowly)."""
+    i = text.find(SPLIT_MARK)
+    while i >= 0:
+        eol = text.find("\n", i)
+        eol = len(text) if eol < 0 else eol
+        if (i == 0 or text[i - 1] == "\n") and not text[i + len(SPLIT_MARK):eol].strip(" \t"):
+            yield i, eol
+        i = text.find(SPLIT_MARK, eol)
 
 
 def split_text(text: str, path: str = "<string>", split: bool = True) -> list[Chunk]:
@@ -210,17 +231,21 @@ def split_text(text: str, path: str = "<string>", split: bool = True) -> list[Ch
     chunks = []
     pos = 0
     line = 1
-    for m in SPLIT_RE.finditer(text):
-        piece = text[pos : m.start()]
+    for start, end in _split_marks(text):
+        piece = text[pos:start]
         chunks.append(Chunk(path, line, text=piece))
         line += piece.count("\n") + 1
-        pos = m.end() + 1
+        pos = end + 1
     chunks.append(Chunk(path, line, text=text[pos:]))
-    return [c for c in chunks if c.text and c.text.strip() and _has_code(c.text)]
+    return [c for c in chunks if c.text and _has_code(c.text)]
+
+
+_CODE_LINE_RE = re.compile(r"^[ \t\r\f\v]*(?!//)\S", re.M)
 
 
 def _has_code(text: str) -> bool:
-    return any(ln.strip() and not ln.strip().startswith("//") for ln in text.splitlines())
+    """Whether some line holds more than blanks and a ``//`` comment."""
+    return _CODE_LINE_RE.search(text) is not None
 
 
 # --------------------------------------------------------------------------- #
@@ -228,12 +253,14 @@ def _has_code(text: str) -> bool:
 # --------------------------------------------------------------------------- #
 
 _CHECK_PROPS_RE = re.compile(
-    r'^(?P<head>\s*"check\.[a-z_]+"\([^)]*\)\s*)<\{(?P<props>.*)\}>(?P<tail>\s*:\s*\(.*)$', re.M)
-_CHECK_RE = re.compile(r"^(?P<indent>\s*)check\.(?P<op>[a-z_]+)\s+(?P<rest>.*?)\s*$", re.S)
-_CHECK_START = re.compile(r"^\s*check\.[a-z_]+\s+%")
+    r'^(?P<head>[ \t]*"check\.[a-z_]+"\([^)\n]*\)[ \t]*)<\{(?P<props>.*)\}>(?P<tail>[ \t]*:[ \t]*\(.*)$', re.M)
+_CHECK_HEAD = re.compile(r"(?P<indent>\s*)check\.(?P<op>[a-z_]+)\s+")
+_CHECK_START = re.compile(r"^[ \t]*check\.[a-z_]+[ \t]+%", re.M)
 
 
 def _strip_comment(line: str) -> str:
+    if "//" not in line:
+        return line.rstrip()
     in_str = False
     for i, ch in enumerate(line):
         if ch == '"':
@@ -243,9 +270,9 @@ def _strip_comment(line: str) -> str:
     return line.rstrip()
 
 
-def _depth(text: str) -> int:
-    depth = 0
-    in_str = False
+def _depth(text: str, depth: int = 0, in_str: bool = False) -> tuple[int, bool]:
+    """Bracket depth and string state after ``text``, starting from
+    ``(depth, in_str)`` (so a statement's depth is counted piece by piece)."""
     for ch in text:
         if ch == '"':
             in_str = not in_str
@@ -254,7 +281,7 @@ def _depth(text: str) -> int:
                 depth += 1
             elif ch in ">)]}":
                 depth -= 1
-    return depth
+    return depth, in_str
 
 
 def _split_type_suffix(rest: str) -> tuple[str, str]:
@@ -279,11 +306,11 @@ def _split_type_suffix(rest: str) -> tuple[str, str]:
 
 
 def _rewrite_check_stmt(stmt: str) -> str:
-    m = _CHECK_RE.match(stmt)
+    m = _CHECK_HEAD.match(stmt)
     if not m:
         return stmt
     op = m.group("op")
-    rest = m.group("rest")
+    rest = stmt[m.end():].strip()
     trailing = ""
     if rest.endswith("}"):
         # a trailing attribute dictionary: '... : tensor<f64> {tolerance = 0.1 : f64}'
@@ -324,33 +351,76 @@ def _rewrite_check_stmt(stmt: str) -> str:
     )
 
 
+class UnclosedCheck(ValueError):
+    """A check statement whose brackets are still open at the end of the text."""
+
+    def __init__(self, text: str, start: int):
+        self.line = text.count("\n", 0, start) + 1
+        m = _CHECK_HEAD.match(text, start)
+        self.col = len(m.group("indent")) + 1 if m else 1
+        self.op = f"check.{m.group('op')}" if m else "check"
+        super().__init__(f"{self.line}:{self.col}: {self.op}: a bracket of this statement is never closed")
+
+
+def _check_starts(text: str):
+    """Start of every line that opens a check statement: ``str.find`` for
+    ``check.``, then its line is matched once and the search goes on from
+    the next line (every character is looked at a bounded number of times)."""
+    i = text.find("check.")
+    while i >= 0:
+        line_start = text.rfind("\n", 0, i) + 1
+        if not text[line_start:i].strip(" \t") and _CHECK_START.match(text, line_start):
+            yield line_start
+        eol = text.find("\n", i)
+        if eol < 0:
+            return
+        i = text.find("check.", eol)
+
+
 def rewrite_check_sugar(text: str) -> str:
     """Rewrite ``check.*`` custom syntax (possibly spanning several lines)
-    into generic form; line numbers are preserved."""
+    into generic form; line numbers are preserved.
+
+    Linear in the size of ``text``: only the lines of check statements are
+    visited, a statement's bracket depth is carried from line to line (an
+    unterminated statement runs to the end of the text once), and the text
+    between statements is copied in slices. A text without check sugar is
+    returned as is."""
     if "check." not in text:
         return text
     if '"check.' in text and "<{" in text:
         # properties of generic check ops -> attributes (unregistered ops
         # keep no readable properties)
         text = _CHECK_PROPS_RE.sub(r"\g<head>{\g<props>}\g<tail>", text)
-    lines = text.split("\n")
     out: list[str] = []
-    i = 0
-    while i < len(lines):
-        ln = lines[i]
-        if "check." in ln and _CHECK_START.match(ln):
-            stmt = _strip_comment(ln)
-            j = i
-            while (_depth(stmt) > 0 or stmt.endswith(",")) and j + 1 < len(lines):
-                j += 1
-                stmt += " " + _strip_comment(lines[j]).strip()
-            out.append(_rewrite_check_stmt(stmt))
-            out.extend([""] * (j - i))
-            i = j + 1
-        else:
-            out.append(ln)
-            i += 1
-    return "\n".join(out)
+    pos = 0  # text[:pos] is done
+    n = len(text)
+    for start in _check_starts(text):
+        if start < pos:  # inside a statement already rewritten
+            continue
+        out.append(text[pos:start])
+        end = text.find("\n", start)
+        end = n if end < 0 else end
+        pieces = [_strip_comment(text[start:end])]
+        depth, in_str = _depth(pieces[0])
+        lines = 0
+        while (depth > 0 or pieces[-1].endswith(",")) and end < n:
+            nxt = text.find("\n", end + 1)
+            nxt = n if nxt < 0 else nxt
+            piece = _strip_comment(text[end + 1:nxt]).strip()
+            depth, in_str = _depth(piece, depth, in_str)
+            pieces.append(piece)
+            lines += 1
+            end = nxt
+        if depth > 0:  # ran to the end of the text
+            raise UnclosedCheck(text, start)
+        out.append(_rewrite_check_stmt(" ".join(pieces)))
+        out.append("\n" * lines)
+        pos = end
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _sugar_free(text: str) -> str:
@@ -364,18 +434,173 @@ def _sugar_free(text: str) -> str:
 # --------------------------------------------------------------------------- #
 
 
-def _format_diag(d, path: str) -> str:
-    loc = str(d.location)
-    m = re.search(r'"[^"]*":(\d+):(\d+)', loc)
-    where = f"{path}:{m.group(1)}:{m.group(2)}" if m else path
+# A chunk's text is parsed on its own; the parser names it "-", and its line
+# numbers are shifted by the line the chunk starts on to give the file's own.
+_LOC_RE = re.compile(r'"([^"]*)":(\d+):(\d+)')
+_PARSED_BUFFER = "-"
+
+
+def _line_col(loc: str, line_offset: int) -> tuple[int, int] | None:
+    m = _LOC_RE.search(loc)
+    if not m:
+        return None
+    line = int(m.group(2)) + (line_offset if m.group(1) == _PARSED_BUFFER else 0)
+    return line, int(m.group(3))
+
+
+def _format_diag(d, path: str, line_offset: int = 0) -> str:
+    lc = _line_col(str(d.location), line_offset)
+    where = f"{path}:{lc[0]}:{lc[1]}" if lc else path
     msg = f"{where}: error: {d.message}"
     for note in getattr(d, "notes", []) or []:
-        msg += "\n  " + _format_diag(note, path).replace(": error: ", ": note: ", 1)
+        msg += "\n  " + _format_diag(note, path, line_offset).replace(": error: ", ": note: ", 1)
     return msg
 
 
+# Blocks ('{', '(', '[') nested deeper than this in a program's text are
+# refused before parsing: the parser, the verifier and the lowering recurse
+# once per level.
+MAX_NESTING = 1000
+_NEST_TOKEN_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*|[{}()\[\]]')
+
+
+def check_nesting(text: str, path: str, line_offset: int = 0) -> int:
+    """The deepest bracket nesting of ``text``; :class:`ParseError` at the
+    first bracket nested deeper than :data:`MAX_NESTING` (strings and
+    comments skipped; linear time)."""
+    depth = deepest = 0
+    for m in _NEST_TOKEN_RE.finditer(text):
+        ch = m.group()
+        if ch in "{([":
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > MAX_NESTING:
+                pos = m.start()
+                line = text.count("\n", 0, pos) + 1 + line_offset
+                col = pos - text.rfind("\n", 0, pos)
+                raise ParseError(f"{path}:{line}:{col}: error: blocks nested deeper than {MAX_NESTING} levels")
+        elif ch in "})]":
+            depth -= 1
+    return deepest
+
+
+def chunk_source(chunk: Chunk) -> str:
+    """The text of a chunk as it is parsed, made once: large hex literals
+    cut out (see :data:`LARGE_LITERAL`), then check sugar rewritten, so
+    that neither step copies a large literal."""
+    if chunk.source is None:
+        text, chunk.literals = _extract_literals(chunk.text or "")
+        chunk.source = _sugar_free(text)
+    return chunk.source
+
+
 def parse_chunk(chunk: Chunk):
-    """Parse and verify one chunk; returns the bindings' module."""
+    """Parse and verify one chunk; returns the bindings' module. Deeply
+    nested text (and bytecode, whose nesting is unknown) is parsed on a
+    thread with a large stack: the parser recurses per nesting level."""
+    if chunk.data is None:
+        try:
+            text = chunk_source(chunk)
+        except UnclosedCheck as e:
+            raise ParseError(f"{chunk.path}:{e.line + chunk.line - 1}:{e.col}: error: {e.op}: "
+                             "a bracket of this statement is never closed") from None
+        if check_nesting(text, chunk.path, chunk.line - 1) < 2 * HANDOFF_DEPTH:
+            return _parse_chunk(chunk)
+    return run_deep(_parse_chunk, chunk)
+
+
+# --------------------------------------------------------------------------- #
+# Memory: the budget of loading, large literals
+# --------------------------------------------------------------------------- #
+
+_budget: contextvars.ContextVar[int | None] = contextvars.ContextVar("conform_load_budget", default=None)
+
+
+@contextlib.contextmanager
+def memory_budget(max_bytes: int | None):
+    """Within the block, a dense constant whose declared size is over
+    ``max_bytes`` is refused while loading, before it is materialised (an
+    error naming its ``file:line:col`` and size). Splats are never
+    materialised: they load as read-only broadcast views."""
+    token = _budget.set(max_bytes)
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+class _ConstantError(Exception):
+    """A constant that cannot be loaded; the op lowering it adds its location."""
+
+
+def _check_budget(ttype) -> None:
+    budget = _budget.get()
+    n = ttype.num_elements() if isinstance(ttype, T.TensorType) else None
+    if budget is None or n is None:
+        return
+    size = n * ttype.dtype.itemsize
+    if size > budget:
+        raise _ConstantError(f"constant of type {ttype} needs {size / 2**20:.1f} MiB, "
+                             f"over the memory budget of {budget / 2**20:.1f} MiB")
+
+
+# Hex literals of at least this many digits never reach the parser: the text
+# it parses holds ``dense_resource<__conform_literal_N>`` in their place (same
+# type; line numbers unchanged) and the lowering decodes the digits straight
+# from the source into an array of the element type, block by block -- the
+# parser would keep its own copy of the data for the life of the process.
+LARGE_LITERAL = 1 << 16
+_HEX_OPEN = 'dense<"0x'
+_LITERAL_NAME = "__conform_literal_"
+_LITERAL_REF_RE = re.compile(r"dense_resource<(" + _LITERAL_NAME + r"\d+)>\s*:\s*(tensor<.*>)$", re.S)
+_HEX_BLOCK = 1 << 24  # hex digits decoded at a time
+_literal_ids = itertools.count()
+
+
+def _extract_literals(text: str) -> tuple[str, dict[str, tuple[int, int]]]:
+    """``text`` with every large one-line ``dense<"0x...">`` replaced by a
+    named resource, and where each one's digits are."""
+    if len(text) < LARGE_LITERAL:
+        return text, {}
+    parts: list[str] = []
+    table: dict[str, tuple[int, int]] = {}
+    pos = 0
+    i = text.find(_HEX_OPEN)
+    while i >= 0:
+        start = i + len(_HEX_OPEN)
+        end = text.find('"', start)
+        if end < 0:
+            break
+        if end - start >= LARGE_LITERAL and text.startswith(">", end + 1) and text.find("\n", start, end) < 0:
+            name = f"{_LITERAL_NAME}{next(_literal_ids)}"  # resource names are the context's: never reused
+            parts += [text[pos:i], f"dense_resource<{name}>"]
+            table[name] = (start, end)
+            pos = end + 2
+        i = text.find(_HEX_OPEN, end)
+    if not table:
+        return text, {}
+    parts.append(text[pos:])
+    return "".join(parts), table
+
+
+def _hex_to_bytes(text: str, start: int, end: int) -> np.ndarray:
+    """The bytes of the hex digits ``text[start:end]`` as a writable uint8
+    array, decoded a block at a time (no copy of the whole text)."""
+    if (end - start) % 2:
+        raise _ConstantError("hex literal with an odd number of digits")
+    out = np.empty((end - start) // 2, dtype=np.uint8)
+    for i in range(start, end, _HEX_BLOCK):
+        j = min(i + _HEX_BLOCK, end)
+        try:
+            block = bytes.fromhex(text[i:j])
+        except ValueError as e:
+            raise _ConstantError(f"bad hex literal: {e}") from None
+        o = (i - start) // 2
+        out[o : o + len(block)] = np.frombuffer(block, dtype=np.uint8)
+    return out
+
+
+def _parse_chunk(chunk: Chunk):
     st = _bindings()
     ir = st["ir"]
     ctx = st["ctx"]
@@ -384,12 +609,10 @@ def parse_chunk(chunk: Chunk):
             if chunk.data is not None:
                 mod = _parse_binary(chunk.data, ctx)
             else:
-                # pad so that diagnostic line numbers are the file's own
-                text = "\n" * (chunk.line - 1) + _sugar_free(chunk.text or "")
-                mod = ir.Module.parse(text)
+                mod = ir.Module.parse(chunk_source(chunk))
             return _verified(mod, chunk.path)
         except ir.MLIRError as e:
-            diags = _diagnostics(e, chunk.path)
+            diags = _diagnostics(e, chunk.path, chunk.line - 1)
             if chunk.text is not None and "!quant." in chunk.text and _iree_bindings() is not None:
                 try:
                     return _parse_iree(chunk)
@@ -404,13 +627,12 @@ def _parse_iree(chunk: Chunk):
     """Parse and verify a chunk with quantized types in IREE's context."""
     st = _iree_state
     ir = st["ir"]
-    text = "\n" * (chunk.line - 1) + _sugar_free(chunk.text or "")
-    text = _IREE_CHECK_RE.sub('"' + _IREE_CHECK, text)
+    text = _IREE_CHECK_RE.sub('"' + _IREE_CHECK, chunk_source(chunk))
     with st["ctx"]:
         try:
             return _verified(ir.Module.parse(text), chunk.path)
         except ir.MLIRError as e:
-            diags = _diagnostics(e, chunk.path)
+            diags = _diagnostics(e, chunk.path, chunk.line - 1)
             raise ParseError(diags[0], diags) from None
 
 
@@ -420,9 +642,9 @@ def _verified(mod, path: str):
     return mod
 
 
-def _diagnostics(error, path: str) -> list[str]:
+def _diagnostics(error, path: str, line_offset: int = 0) -> list[str]:
     """``file:line:col: error: message`` lines of a bindings' MLIRError."""
-    diags = [_format_diag(d, path) for d in error.error_diagnostics]
+    diags = [_format_diag(d, path, line_offset) for d in error.error_diagnostics]
     return diags or [f"{path}: error: {error}"]
 
 
@@ -461,6 +683,55 @@ def serialize_portable_artifact(text: str, target: str | None = None) -> bytes:
     st = _bindings()
     version = target or st["sh"].get_current_version()
     return st["sh"].serialize_portable_artifact_str(text, version)
+
+
+def stablehlo_version() -> tuple[int, int, int]:
+    """The StableHLO version of the bindings (what they serialize by default)."""
+    return version_tuple(_bindings()["sh"].get_current_version())
+
+
+def version_tuple(text: str) -> tuple[int, int, int]:
+    return tuple(int(x) for x in str(text).split(".")[:3])  # type: ignore[return-value]
+
+
+def needed_stablehlo_version(text: str, above: tuple[int, ...]) -> tuple[tuple[int, int, int] | None, str]:
+    """The oldest StableHLO version (``above`` or newer, up to the bindings'
+    own) that module ``text`` serializes to as a portable artifact, and the
+    MLIR diagnostic of serializing it at ``above`` (empty when that works).
+
+    Each minor version is tried in turn; None when none works (the program
+    does not serialize at all)."""
+    st = _bindings()
+    ir = st["ir"]
+    current = version_tuple(st["sh"].get_current_version())
+    diags: list[str] = []
+
+    def handler(d) -> bool:
+        diags.append(str(d.message) + "".join(f" ({n.message})" for n in getattr(d, "notes", []) or []))
+        return True
+
+    def serializes(v: tuple[int, ...]) -> bool:
+        try:
+            st["sh"].serialize_portable_artifact(mod, ".".join(map(str, v)))
+            return True
+        except Exception as e:  # the bindings raise with "failed to serialize" only
+            if not diags:
+                diags.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+            return False
+
+    with st["ctx"]:
+        mod = ir.Module.parse(text)
+        handle = st["ctx"].attach_diagnostic_handler(handler)
+        try:
+            if serializes(tuple(above)):
+                return tuple(above)[:3], ""  # type: ignore[return-value]
+            first = diags[0] if diags else ""
+            for minor in range(above[1] + 1 if above[0] == current[0] else 0, current[1] + 1):
+                if serializes((current[0], minor, 0)):
+                    return (current[0], minor, 0), first
+            return None, first
+        finally:
+            handle.detach()
 
 
 def to_bytecode(text: str) -> bytes:
@@ -530,11 +801,16 @@ def op_names(chunk: Chunk) -> list[tuple[str, str | None]]:
 
 
 class _Lowerer:
-    def __init__(self, path: str, st: dict[str, Any] | None = None):
+    def __init__(self, path: str, st: dict[str, Any] | None = None, line_offset: int = 0,
+                 chunk: Chunk | None = None):
         self.path = path
+        self.line_offset = line_offset
+        self.chunk = chunk  # for the large literals kept out of the parser
+        self.level = 0  # regions being lowered
         self.ids: dict[Any, int] = {}
         self.types: dict[str, Any] = {}
         st = _state if st is None else st
+        self.ctx = st["ctx"]
         self.ir = st["ir"]
         self.attr_classes = st["attr_classes"]
         self.foreign = st.get("foreign")
@@ -577,11 +853,8 @@ class _Lowerer:
 
     # locations ----------------------------------------------------------
     def loc(self, location) -> Loc:
-        s = str(location)
-        m = re.search(r'"[^"]*":(\d+):(\d+)', s)
-        if m:
-            return Loc(self.path, int(m.group(1)), int(m.group(2)))
-        return Loc(self.path)
+        lc = _line_col(str(location), self.line_offset)
+        return Loc(self.path, *lc) if lc else Loc(self.path)
 
     # attributes ---------------------------------------------------------
     def attr(self, a, type_hint=None) -> Any:
@@ -626,9 +899,12 @@ class _Lowerer:
             got = self.sharding_attr(a)
             if got is not None:
                 return got
+        text = str(a)
+        if self.chunk is not None and self.chunk.literals and text.startswith("dense_resource<" + _LITERAL_NAME):
+            return self.literal(text)
         if self.foreign is not None:
-            return self.foreign(str(a), self.path)
-        return OpaqueAttr(str(a))
+            return self.foreign(text, self.path)
+        return OpaqueAttr(text)
 
     # sharding (Shardy and StableHLO meshes) ---------------------------
     def sharding_attr(self, a) -> Any:
@@ -711,6 +987,9 @@ class _Lowerer:
 
     def dense(self, a) -> np.ndarray:
         ttype = self.type(a.type)
+        if a.is_splat and ttype.num_elements() != 1:  # one value printed; a read-only view of the declared shape
+            return self.dense_from_text(str(a), ttype)
+        _check_budget(ttype)
         try:
             arr = np.array(a)
             if arr.dtype == ttype.dtype or (ttype.element.name == "index"):
@@ -721,6 +1000,21 @@ class _Lowerer:
             pass
         text = str(a)
         return self.dense_from_text(text, ttype)
+
+    def literal(self, ref: str) -> np.ndarray:
+        """A large hex literal, decoded from the chunk's source text."""
+        m = _LITERAL_REF_RE.match(ref)
+        span = self.chunk.literals.get(m.group(1)) if m else None
+        if span is None:
+            raise _ConstantError(f"cannot decode attribute {ref[:80]}")
+        ttype = T.parse_type_text(m.group(2))
+        start, end = span
+        if (end - start) // 2 != ttype.element.dtype.itemsize:  # not a splat
+            _check_budget(ttype)
+        try:
+            return T.decode_hex_storage(_hex_to_bytes(self.chunk.text, start, end), ttype)
+        except ValueError as e:
+            raise _ConstantError(str(e)) from None
 
     def dense_from_text(self, text: str, ttype) -> np.ndarray:
         m = re.match(r"\s*dense<(.*)>\s*:\s*(tensor<.*>)\s*$", text, re.S)
@@ -756,13 +1050,27 @@ class _Lowerer:
 
     # structure ----------------------------------------------------------
     def region(self, r) -> Region:
+        if self.level >= HANDOFF_DEPTH and not in_deep_thread():
+            return run_deep(self._region_in_context, r)
+        self.level += 1
+        try:
+            return self._region(r)
+        finally:
+            self.level -= 1
+
+    def _region_in_context(self, r) -> Region:
+        with self.ctx:  # the bindings' current context is per thread
+            return self.region(r)
+
+    def _region(self, r) -> Region:
         blocks = list(r.blocks)
         index = {b: i for i, b in enumerate(blocks)}
         out = []
         for b in blocks:
             args = tuple(self.vid(a) for a in b.arguments)
             arg_types = tuple(self.type(a.type) for a in b.arguments)
-            ops = tuple(self.op(o, index) for o in b.operations)
+            # list comprehensions (not generators) on the recursive path: no C frame per level
+            ops = tuple([self.op(o, index) for o in b.operations])
             out.append(Block(args, arg_types, ops))
         return Region(tuple(out))
 
@@ -771,7 +1079,10 @@ class _Lowerer:
         name = o.name
         if self.foreign is not None and name.startswith(_IREE_CHECK):
             name = "check." + name[len(_IREE_CHECK):]
-        attrs = self.op_attrs(o)
+        try:
+            attrs = self.op_attrs(o)
+        except _ConstantError as e:
+            raise ParseError(f"{self.loc(o.location)}: error: {name}: {e}") from None
         succ: tuple[int, ...] = ()
         if block_index is not None and len(o.successors):
             succ = tuple(block_index.get(s, -1) for s in o.successors)
@@ -782,7 +1093,7 @@ class _Lowerer:
             operand_types=tuple(self.type(v.type) for v in o.operands),
             result_types=tuple(self.type(v.type) for v in o.results),
             attrs=attrs,
-            regions=tuple(self.region(r) for r in o.regions),
+            regions=tuple([self.region(r) for r in o.regions]),
             loc=self.loc(o.location),
             successors=succ,
         )
@@ -827,11 +1138,14 @@ class _Lowerer:
 
 
 def lower_module(mod, chunk: Chunk) -> Module:
+    """Program objects of a parsed chunk (the lowering recurses per nested
+    region; deep regions are lowered on a thread with a large stack)."""
     st = _iree_state if _is_iree_module(mod) else _bindings()
     with st["ctx"]:
-        low = _Lowerer(chunk.path, st)
+        low = _Lowerer(chunk.path, st, chunk.line - 1 if chunk.data is None else 0, chunk)
         m = low.module(mod.operation, chunk.line)
-        m.text = str(mod) if chunk.data is not None else _sugar_free(chunk.text or "")
+        # the chunk's own text (no copy): its users rewrite check sugar as they parse it
+        m.text = str(mod) if chunk.data is not None else (chunk.text or "")
         return m
 
 

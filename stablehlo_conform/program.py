@@ -7,6 +7,7 @@ integers unique within a module.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,17 +165,10 @@ class Module:
     def callers(self) -> set[str]:
         """Names of functions referenced by func.call or by symbol attributes."""
         seen: set[str] = set()
-
-        def walk_region(r: Region) -> None:
-            for b in r.blocks:
-                for op in b.ops:
-                    for v in op.attrs.values():
-                        _collect_symbols(v, seen)
-                    for sub in op.regions:
-                        walk_region(sub)
-
         for f in self.funcs.values():
-            walk_region(f.body)
+            for op in walk_ops(f.body):
+                for v in op.attrs.values():
+                    _collect_symbols(v, seen)
         return seen
 
     def tests(self) -> list[Func]:
@@ -198,9 +192,19 @@ def _collect_symbols(v: Any, out: set[str]) -> None:
             _collect_symbols(x, out)
 
 
+def _ops_of(region: Region):
+    return (op for b in region.blocks for op in b.ops)
+
+
 def walk_ops(region: Region):
-    for b in region.blocks:
-        for op in b.ops:
-            yield op
-            for r in op.regions:
-                yield from walk_ops(r)
+    """Every op of ``region`` and of the regions nested in it, in pre-order
+    (an explicit stack, not recursion: any nesting depth)."""
+    stack = [_ops_of(region)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        yield op
+        if op.regions:
+            stack.append(itertools.chain.from_iterable(map(_ops_of, op.regions)))

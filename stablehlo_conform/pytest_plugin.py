@@ -19,7 +19,7 @@ its CHECK lines, or generated inputs) as ``conform run`` does; a chunk that
 does not parse is an item that fails with the diagnostics.
 
 Options: ``--conform-backend NAME`` (default ``numpy``; any installed
-backend, see ``conform backends``), ``--conform-baseline FILE`` (a baseline
+backend, see ``conform backends``, or ``pjrt:PATH.so`` / ``pjrt:NAME``), ``--conform-baseline FILE`` (a baseline
 from ``conform baseline update``), ``--conform-timeout SECONDS``.
 
 Outcomes: ``pass`` passes. Every other status (``fail``, ``error``,
@@ -55,11 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conform", action="store_true", default=False,
                     help="Collect StableHLO test programs (*.mlir, bytecode) under the given paths.")
     group.addoption("--conform-backend", default=None, metavar="NAME",
-                    help="Backend that runs the programs (default: numpy; see 'conform backends').")
+                    help="Backend that runs the programs (default: numpy; see 'conform backends'; pjrt:PATH.so).")
     group.addoption("--conform-baseline", default=None, metavar="FILE",
                     help="Expected failures: listed tests that do not pass are xfailed with the reason.")
     group.addoption("--conform-timeout", default=None, type=float, metavar="SECONDS",
                     help="Seconds per test program (default 60, 0: none).")
+    group.addoption("--conform-accuracy-profile", default=None, metavar="FILE",
+                    help="ULP bounds per op and element type (TOML or JSON) for the accuracy classes.")
     parser.addini("conform", type="bool", default=False,
                   help="Collect StableHLO test programs under the given paths (like --conform).")
     parser.addini("conform_backend", default="numpy", help="Backend for StableHLO test programs.")
@@ -97,11 +99,12 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = _backend_name(config)
     if backend != "numpy" and (_enabled(config) or any(
             str(a).split("::")[0].endswith(SUFFIXES) for a in config.args)):
-        from .harness.backends import available
+        from .harness.backends import BackendUnavailable, check_name
 
-        if backend not in available():
-            raise pytest.UsageError(
-                f"--conform-backend: unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
+        try:
+            check_name(backend)
+        except BackendUnavailable as e:
+            raise pytest.UsageError(f"--conform-backend: {e}") from None
     config.addinivalue_line("markers", "conform: a StableHLO test program run by stablehlo-conform")
 
 
@@ -193,7 +196,13 @@ def _options(config: pytest.Config):
         budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
     except (ValueError, OSError, AttributeError):  # pragma: no cover
         budget = None
-    return Options(backend=_backend_name(config), timeout=timeout, max_bytes=budget)
+    opts = Options(backend=_backend_name(config), timeout=timeout, max_bytes=budget)
+    profile = config.getoption("conform_accuracy_profile", None)
+    if profile:
+        from .oracle.classes import accuracy_profile_option
+
+        opts.extra["accuracy_profile"] = accuracy_profile_option(profile, pytest.UsageError)
+    return opts
 
 
 class ProgramItem(pytest.Item):
@@ -229,7 +238,7 @@ class ProgramItem(pytest.Item):
         if rec.get("family"):
             self.user_properties.append(("op_family", rec["family"]))
         baseline = self.config.stash.get(_baseline_key, None)
-        entry = baseline.match(self.test_id) if baseline is not None else None
+        entry = baseline.match(rec) if baseline is not None else None
         if rec["status"] == "pass":
             if entry is not None:
                 self.user_properties.append(("conform_newly_passing", entry.reason))

@@ -252,12 +252,13 @@ def bits_container(dtype: np.dtype) -> type:
 
 
 def to_bits(arr: np.ndarray) -> np.ndarray:
-    """Reinterpret an array's items as unsigned integers of the same size."""
-    return np.ascontiguousarray(arr).view(bits_container(arr.dtype))
+    """Reinterpret an array's items as unsigned integers of the same size
+    (same shape, rank 0 included)."""
+    return np.ascontiguousarray(arr).view(bits_container(arr.dtype)).reshape(np.shape(arr))
 
 
 def from_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    return np.ascontiguousarray(bits).astype(bits_container(dtype)).view(dtype)
+    return np.ascontiguousarray(bits).astype(bits_container(dtype)).view(dtype).reshape(np.shape(bits))
 
 
 # --------------------------------------------------------------------------- #
@@ -378,26 +379,7 @@ def decode_dense_literal(body: str, ttype: TensorType) -> np.ndarray:
             raise ValueError(f"empty literal for {ttype}")
         return np.zeros(shape, dtype=storage.dtype)
     if body.startswith('"'):
-        raw = bytes.fromhex(body.strip('"')[2:])
-        dt = storage.dtype
-        item = dt.itemsize
-        if storage.kind == "bool":
-            arr = np.frombuffer(raw, dtype=np.uint8).astype(np.bool_)
-        elif storage.bits < 8:
-            raw8 = np.frombuffer(raw, dtype=np.uint8)
-            if storage.kind == "int":
-                shift = 8 - storage.bits
-                arr = ((raw8.astype(np.int8) << shift) >> shift).astype(dt)
-            else:
-                arr = (raw8 & ((1 << storage.bits) - 1)).astype(dt)
-        else:
-            arr = np.frombuffer(raw, dtype=dt).copy()
-        if arr.size == 1 and n != 1:
-            return np.full(shape, arr[0], dtype=dt)
-        if arr.size != n:
-            raise ValueError(f"hex literal has {arr.size} elements, type {ttype} needs {n}")
-        del item
-        return arr.reshape(shape)
+        return decode_hex_storage(np.frombuffer(bytearray.fromhex(body.strip('"')[2:]), dtype=np.uint8), ttype)
     tree = _literal_tree(body)
     if storage.kind == "complex":
         comp = _component_type(storage)
@@ -422,9 +404,44 @@ def decode_dense_literal(body: str, ttype: TensorType) -> np.ndarray:
         _flatten(tree, leaves)
         arr = _values_to_array([_scalar_value(k, v, storage) for k, v in leaves], storage)
     if arr.size == 1 and n != 1:
-        return np.full(shape, arr[0], dtype=arr.dtype)
+        return splat(arr, shape)
     if arr.size != n:
         raise ValueError(f"literal has {arr.size} elements, type {ttype} needs {n}")
+    return arr.reshape(shape)
+
+
+def splat(one: np.ndarray, shape: tuple) -> np.ndarray:
+    """A one-element array seen with ``shape``: a read-only broadcast view
+    (nothing of the size of ``shape`` is allocated)."""
+    return np.broadcast_to(one.reshape(()), shape)
+
+
+def decode_hex_storage(raw: np.ndarray, ttype: TensorType) -> np.ndarray:
+    """The array a ``dense<"0x...">`` literal holds, from its bytes (uint8,
+    writable): raw little-endian storage, one element per storage unit
+    (sub-byte types and i1 one per byte); one element alone is a splat.
+    Types of whole bytes are views of ``raw``, not copies."""
+    et = ttype.element
+    storage = et.storage if isinstance(et, QuantizedType) else et
+    shape = tuple(int(d) for d in ttype.shape)
+    n = int(np.prod(shape, dtype=np.int64))
+    dt = storage.dtype
+    if storage.kind == "bool":
+        arr = raw.astype(np.bool_)
+    elif storage.bits < 8:
+        if storage.kind == "int":
+            shift = 8 - storage.bits
+            arr = ((raw.astype(np.int8) << shift) >> shift).astype(dt)
+        else:
+            arr = (raw & ((1 << storage.bits) - 1)).astype(dt)
+    else:
+        if raw.size % dt.itemsize:
+            raise ValueError(f"hex literal of {raw.size} bytes does not hold whole {storage} elements")
+        arr = raw.view(dt)
+    if arr.size == 1 and n != 1:
+        return splat(arr, shape)
+    if arr.size != n:
+        raise ValueError(f"hex literal has {arr.size} elements, type {ttype} needs {n}")
     return arr.reshape(shape)
 
 

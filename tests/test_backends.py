@@ -14,7 +14,8 @@ import pytest
 from stablehlo_conform import evaluate, load
 from stablehlo_conform.errors import UnsupportedOp
 from stablehlo_conform.harness.backends import available, get_backend
-from stablehlo_conform.harness.backends.base import BackendCrash, BackendUnavailable, wire_for
+from stablehlo_conform.harness.backends.base import BackendCrash, BackendUnavailable
+from stablehlo_conform.harness.backends.wire import wire_for
 from stablehlo_conform.harness.cases import Options
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -457,3 +457,76 @@ def test_chlo_asin_acos_kernel_identities():
     assert w[1].imag == pytest.approx(math.acosh(2.0))
     asin = np.arctan2(z.real, w.real) + 1j * np.sign(z.imag) * w.imag
     np.testing.assert_allclose(asin[2:], np.arcsin(z[2:]), rtol=1e-14)
+
+
+# --------------------------------------------------------------------------- #
+# bugs found by differential fuzzing with an arbitrary-precision tie-break;
+# every expected value below was derived by hand (and checked with mpmath at
+# 200 bits) as explained next to it
+# --------------------------------------------------------------------------- #
+
+
+def test_complex_divide_keeps_zero_signs_and_overflowing_parts():
+    # (1 - 0i) / (1 + 0i) = (1 - 0i)(1 - 0i) / 1 = 1 - 0i: the imaginary part is
+    # 0*1 - 1*0 with the -0 of the dividend, so -0 (re + 1j*im gave +0)
+    r = run_op("stablehlo.divide", np.array([complex(1, -0.0)], np.complex128), np.array([1 + 0j], np.complex128))
+    assert r[0] == 1 and np.signbit(r[0].imag)
+    # (1e300 + 1e300i) / 1e-10 = 1e310 + 1e310i: both parts overflow to +inf
+    # (re + 1j*im made the real part inf + 0*inf = NaN)
+    for dt in (np.complex128, np.complex64):
+        big = 1e300 if dt == np.complex128 else 3e38
+        r = run_op("stablehlo.divide", np.array([complex(big, big)], dt), np.array([1e-10 + 0j], dt))
+        assert r[0].real == np.inf and r[0].imag == np.inf, r
+
+
+def test_complex_create_keeps_infinite_imaginary_part():
+    # complex.create(-0, inf) is exactly -0 + inf i (-0 + 1j*inf gave NaN + inf i)
+    text = """
+func.func @main(%a: f64, %b: f64) -> complex<f64> {
+  %r = complex.create %a, %b : complex<f64>
+  return %r : complex<f64>
+}"""
+    (r,) = evaluate(text, np.float64(-0.0), np.float64(np.inf))
+    assert np.signbit(r.real) and r.real == 0 and r.imag == np.inf
+
+
+def test_lgamma_of_minus_infinity_is_plus_infinity():
+    # log|gamma(x)| grows without bound as x -> -inf (C99 lgamma(-inf) = +inf)
+    same(run_op("chlo.lgamma", np.array([-np.inf, np.inf], np.float32)), [np.inf, np.inf])
+
+
+def test_odd_special_functions_keep_negative_zero():
+    # erf_inv and bessel_i1e are odd: f(-0) = -0
+    same(run_op("chlo.erf_inv", np.array([-0.0, 0.0], np.float32)), [-0.0, 0.0])
+    same(run_op("chlo.bessel_i1e", np.array([-0.0, 0.0], np.float64)), [-0.0, 0.0])
+
+
+def test_atan2_rounds_once_on_a_midpoint():
+    # y = 1.1754942e-38 = (2**23 - 1) * 2**-149, the largest f32 subnormal; atan2(y, 2)
+    # = y/2 - (y/2)**3/3 + ... lies just below y/2 = (2**23 - 1/2) * 2**-149, a midpoint
+    # of the f32 subnormals; so it rounds down to (2**23 - 1) * 2**-149 / ... = 4194303 * 2**-149
+    # = 5.877470353e-39 (the f64 value is exactly y/2, which ties to even: 4194304 * 2**-149)
+    y = np.array([(2 ** 23 - 1) * 2.0 ** -149], np.float32)
+    same(run_op("stablehlo.atan2", y, np.array([2.0], np.float32)), [4194303 * 2.0 ** -149])
+    # the same in bf16: y = 127 * 2**-133 (largest bf16 subnormal), y/2 = 63.5 * 2**-133 -> 63 * 2**-133
+    yb = np.array([127 * 2.0 ** -133], ml_dtypes.bfloat16)
+    same(run_op("stablehlo.atan2", yb, np.array([2.0], ml_dtypes.bfloat16)), [63 * 2.0 ** -133],
+         dtype=ml_dtypes.bfloat16)
+
+
+def test_bessel_i1e_on_subnormals():
+    # i1e(x) = e**-x I1(x) = x/2 (1 - x + ...) for tiny x: just below x/2. For x = 3 units of the
+    # smallest subnormal, x/2 = 1.5 units is a midpoint, so the correctly rounded result is 1 unit
+    # (the f64 value is exactly 1.5 units and tied to even, 2 units)
+    f32 = np.array([3 * 2.0 ** -149, -3 * 2.0 ** -149, 5 * 2.0 ** -149], np.float32)
+    same(run_op("chlo.bessel_i1e", f32), [2.0 ** -149, -(2.0 ** -149), 2 * 2.0 ** -149])
+    bf = np.array([3 * 2.0 ** -133], ml_dtypes.bfloat16)
+    same(run_op("chlo.bessel_i1e", bf), [2.0 ** -133], dtype=ml_dtypes.bfloat16)
+
+
+def test_digamma_near_its_negative_root_f32():
+    # x = -1.5734984874725342 (f32 nearest to digamma's root -1.57349847316239...):
+    # digamma(x) = -1.42264490245067775e-07 (mpmath, 200 bits), whose nearest f32 is
+    # -1.42264497e-07; SciPy's f64 value -1.4226448978582606e-07 rounds to the f32 one ULP above
+    same(run_op("chlo.digamma", np.array([-1.5734984874725342], np.float32)), [-1.42264497e-07],
+         dtype=np.float32)

@@ -443,5 +443,7 @@ def test_control_characters_in_file_and_function_names_are_escaped_in_text_outpu
     lines = r.stdout.splitlines()
     assert not any(ln.startswith("PASS") for ln in lines)
     escaped = "e\\x1b[2Jvil\\nPASS        forged.mlir::bad\\x1b[31mred\\nline"
-    assert sum(escaped in ln for ln in lines) == 2  # the FAIL line and the gate's REGRESSION line
-    assert all(ln.startswith(("FAIL ", " ", "gate ")) or not ln.strip() or " tests in " in ln for ln in lines), lines
+    # the FAIL line, the failure group's smallest example and the gate's REGRESSION line
+    assert sum(escaped in ln for ln in lines) == 3
+    assert all(ln.startswith(("FAIL ", " ", "gate ")) or not ln.strip() or " tests in " in ln
+               or " non-passing results in " in ln for ln in lines), lines

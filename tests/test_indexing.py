@@ -8,6 +8,7 @@ out-of-bounds windows, and the official interpreter tests when present.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -264,3 +265,17 @@ def test_shape_polymorphic_programs_run(name):
     for out, ty in zip(outs, f.result_types):
         assert len(np.shape(out)) == len(ty.shape)
         assert all(d is None or d == s for d, s in zip(ty.shape, np.shape(out)))
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [("f32", np.float32), ("bf16", ml_dtypes.bfloat16)])
+def test_scatter_min_max_bodies_order_negative_zero_below_positive_zero(dtype, np_dtype):
+    # spec.md#minimum: IEEE-754 minimum, -0 < +0 (np.minimum.at treats them as equal)
+    x = np.zeros((4, 2), np_dtype)                      # all +0
+    i = np.array([[1], [2]], np.int32)
+    u = np.array([[-0.0, 0.0], [-0.0, -0.0]], np_dtype)
+    mn = one(scatter_text(BODIES["minimum"], dtype=dtype, n=2), x, i, u)
+    assert np.signbit(mn.astype(np.float32)).tolist() == [[False, False], [True, False], [True, True],
+                                                          [False, False]]
+    mx = one(scatter_text(BODIES["maximum"], dtype=dtype, n=2), -x, i, -u)  # all -0, updates +0
+    assert np.signbit(mx.astype(np.float32)).tolist() == [[True, True], [False, True], [False, False],
+                                                          [True, True]]

@@ -303,3 +303,45 @@ def test_interpret_suite(name):
                                   "reduce_window_min_float32_1_1600"])
 def test_testdata(name):
     assert_suite_file_passes(SUITE / "testdata" / f"{name}.mlir")
+
+
+# ----------------------------------------------------------------------------- signed zeros in min/max
+# spec.md#maximum/#minimum are IEEE-754 maximum/minimum: -0 < +0. NumPy's ufuncs
+# treat the zeros as equal, so a fast path built on them gave reduce-min([-0, +0]) = +0.
+
+
+def _signs(a):
+    return np.signbit(np.asarray(a).astype(np.float32)).tolist()
+
+
+@pytest.mark.parametrize("el,dt", [("f32", np.float32), ("f64", np.float64), ("bf16", ml_dtypes.bfloat16)])
+@pytest.mark.parametrize("n", [2, 40])  # the sequential schedule and the long ufunc.reduce one
+def test_reduce_min_max_order_negative_zero_below_positive_zero(el, dt, n):
+    x = np.zeros((2, n), dt)
+    x[0, n // 2] = -0.0  # row 0: one -0 among +0s
+    x[1, :] = -0.0       # row 1: only -0s
+    mn = one(reduce_text((2, n), el, (1,), "min", "1.0e30"), x)
+    mx = one(reduce_text((2, n), el, (1,), "max", "-1.0e30"), x)
+    assert mn.tolist() == [0, 0] and mx.tolist() == [0, 0]
+    assert _signs(mn) == [True, True]    # min(+0, -0) = -0
+    assert _signs(mx) == [False, True]   # max(+0, -0) = +0; max of -0s is -0
+
+
+def test_reduce_window_cumulative_min_max_order_zeros():
+    attrs = "window_dimensions = array<i64: 3>, padding = dense<[[2, 0]]> : tensor<1x2xi64>"
+    x = np.array([0.0, -0.0, 0.0], np.float32)
+    mn = one(window_text((3,), "f32", (3,), "min", "1.0e30", attrs), x)
+    assert mn.tolist() == [0, 0, 0] and _signs(mn) == [False, True, True]
+    x = np.array([-0.0, 0.0, -0.0], np.float32)
+    mx = one(window_text((3,), "f32", (3,), "max", "-1.0e30", attrs), x)
+    assert mx.tolist() == [0, 0, 0] and _signs(mx) == [True, False, False]
+
+
+def test_select_and_scatter_min_body_orders_zeros():
+    base = np.zeros(3, np.float32)                      # +0 +0 +0
+    src = np.array([-0.0, 0.0, -0.0], np.float32)
+    out = reduction.scatter_combine(None, "min", base, np.array([0, 1, 1]), src)
+    assert out.tolist() == [0, 0, 0] and _signs(out) == [True, True, False]
+    base = -np.zeros(2, np.float32)                     # -0 -0
+    out = reduction.scatter_combine(None, "max", base, np.array([0, 0]), np.array([0.0, -0.0], np.float32))
+    assert _signs(out) == [False, True]

@@ -176,9 +176,11 @@ def planted_run(tmp_path_factory):
         (suite / f"progs{k}.mlir").write_text(_programs(20, rng))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     out = tmp / "run.json"
-    p = subprocess.run(CONFORM + ["run", str(suite), "--backend", "planted", "-q", "--json", str(out)],
+    p = subprocess.run(CONFORM + ["run", str(suite), "--backend", "planted", "--json", str(out),
+                                  "--html", str(tmp / "report.html"), "--jsonl", str(tmp / "run.jsonl")],
                        cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 1, p.stdout + p.stderr
+    assert "120 non-passing results in 3 groups" in p.stdout  # the run's own text report
     return tmp, env, out
 
 
@@ -208,3 +210,50 @@ def test_triage_of_a_clean_run_exits_0(tmp_path):
     p = subprocess.run(CONFORM + ["triage", str(tmp_path / "r.json")], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "0 non-passing results in 0 groups" in p.stdout
+
+
+def test_run_reports_carry_the_groups(planted_run):
+    tmp, _env, out = planted_run
+    doc = json.loads(out.read_text())
+    assert [g["count"] for g in doc["triage"]["groups"]] == [40, 40, 40]
+    page = (tmp / "report.html").read_text()
+    table = page[page.index('<table class="groups"'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr><td>40</td>") == 3
+    assert "stablehlo.exponential" in table and "wrong value" in table
+
+
+def test_a_baseline_of_signatures_accepts_whole_groups(planted_run, tmp_path):
+    tmp, env, out = planted_run
+    groups = json.loads(out.read_text())["triage"]["groups"]
+    lines = [f"signature: {g['signature']} | planted bug {i}" for i, g in enumerate(groups)]
+    base = tmp_path / "known.txt"
+    base.write_text("\n".join(lines[:2]) + "\n")
+    p = subprocess.run(CONFORM + ["baseline", "check", str(out), "--baseline", str(base)],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr  # the third group is still a regression
+    assert "40 regression" in p.stdout
+    base.write_text("\n".join(lines) + "\n")
+    p = subprocess.run(CONFORM + ["baseline", "check", str(out), "--baseline", str(base)],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # a JSON baseline written by 'baseline update' keeps the signatures and lists no covered id
+    from stablehlo_conform.harness.gate import Baseline, update_baseline
+
+    b = Baseline.load(base)
+    assert len(b.signatures) == 3
+    new, stats = update_baseline(json.loads(out.read_text())["results"], b)
+    assert stats.added == [] and len(new.entries) == 0 and len(new.signatures) == 3
+    again = Baseline.from_json(json.dumps(new.to_json()))
+    assert again.signatures.keys() == b.signatures.keys()
+
+
+def test_signature_types_restrict_what_a_baseline_accepts():
+    from stablehlo_conform.harness.gate import Baseline, evaluate_gate
+
+    b = Baseline.from_text("signature: wrong value | stablehlo.add | i16 | N/N elements differ | add bug\n")
+    hit = rec("fail", "N/N elements differ", dtypes=("i16",), id="x.mlir::a")
+    miss = rec("fail", "N/N elements differ", dtypes=("i32",), id="x.mlir::b")
+    g = evaluate_gate([hit, miss], b, {})
+    assert [r["id"] for r in g.regressions] == ["x.mlir::b"]
+    assert [r["id"] for r, _e in g.expected] == ["x.mlir::a"]

@@ -112,7 +112,7 @@ def _format_array(name: str, ttype, a) -> str:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--entry", default=None, help="Function to run (default: main, or the only public one).")
 @click.option("--backend", default="numpy", show_default=True,
-              help="numpy, reference, xla, iree or an installed plugin.")
+              help="numpy, reference, xla, iree, pjrt:PATH.so, pjrt:NAME or an installed plugin.")
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False),
               help="Write results to .npz as out0, out1, ...")
 @click.option("--print", "print_", is_flag=True, help="Print the results.")
@@ -134,12 +134,14 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
     import time
 
     from ..harness import inputs as I
-    from ..harness.backends import BackendUnavailable, available, get_backend
+    from ..harness.backends import BackendUnavailable, check_name, get_backend
 
     if inputs_path and use_random:
         _fail("give either --inputs or --random")
-    if backend not in available():
-        _fail(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
+    try:
+        check_name(backend)
+    except BackendUnavailable as e:
+        _fail(str(e))
     module = _load(program)
     if backend == "numpy":
         _print_unsupported(module)
@@ -226,21 +228,20 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
 @click.option("--repro-dir", type=click.Path(file_okay=False),
               help="When the backends disagree or one crashes: write a repro bundle into DIR/<program>.")
-def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, repro_dir):
+@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+              help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
+def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, repro_dir,
+             accuracy_profile):
     """Run PROGRAM on several backends with the same inputs and compare."""
-    from ..harness.backends import available
+    from ..harness.backends import BackendUnavailable, check_name, get_backend
     from ..harness.diff import DiffOptions, diff_program, format_report
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:
         _fail("--backends needs at least two backends")
-    unknown = [n for n in names if n not in available()]
-    if unknown:
-        _fail(f"unknown backend {', '.join(unknown)}; available: {', '.join(sorted(available()))}")
-    from ..harness.backends import BackendUnavailable, get_backend
-
     for n in names:
         try:
+            check_name(n)
             check = getattr(get_backend(n), "check_available", None)
             if check is not None:
                 check()
@@ -250,6 +251,10 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     func = _entry(module, entry)
     args = _inputs(func, inputs_path, True, seed)
     opts = DiffOptions(timeout=timeout or None, localise=localise, max_ops=max_ops)
+    if accuracy_profile:
+        from ..oracle.classes import accuracy_profile_option
+
+        opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     try:
         report = diff_program(module, func.name, names, args, opts)
     except ConformError as e:

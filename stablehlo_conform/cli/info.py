@@ -61,14 +61,49 @@ def _will_it_run(programs) -> None:
 
 
 @click.command()
-def backends():
-    """List the backends that are installed."""
+@click.argument("names", nargs=-1)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the descriptions as JSON.")
+def backends(names, json_path):
+    """List the installed backends; describe PJRT clients (every discovered
+    plugin, the built-in xla client, and any pjrt:... NAMES given)."""
     from .. import frontend
-    from ..harness.backends import available
+    from ..harness.backends import available, get_backend
+    from ..harness.backends.pjrt import PjrtBackend
 
-    for name, where in sorted(available().items()):
-        click.echo(f"{name:<12} {where}")
+    where = available()
+    for name, src in sorted(where.items()):
+        click.echo(f"{name:<12} {src}")
+    described = []
+    pjrt = [n for n in sorted(where) if n == "xla" or n.startswith("pjrt:")] + [n for n in names if n not in where]
+    if pjrt:
+        click.echo("\nPJRT clients:")
+    for name in pjrt:
+        try:
+            be = get_backend(name)
+        except Exception as e:  # a name that is no backend at all
+            info = {"name": name, "loads": False, "error": str(e)}
+        else:
+            info = be.info() if isinstance(be, PjrtBackend) else {"name": name, "loads": False,
+                                                                  "error": "not a PJRT backend"}
+        described.append(info)
+        click.echo(_pjrt_line(info))
     click.echo(f"\nprograms are parsed with {frontend.provider_version()}")
+    if json_path:
+        import json
+        from pathlib import Path
+
+        Path(json_path).write_text(json.dumps(described, indent=1))
+
+
+def _pjrt_line(info: dict) -> str:
+    if not info.get("loads"):
+        return f"{info['name']} does not load: {info.get('error', '')}"
+    stated = "" if info["window_stated"] else " (not stated; default window)"
+    api = f"PJRT C API {info['pjrt_c_api']}" if info.get("pjrt_c_api") else "built-in client"
+    low, cur = (".".join(v.split(".")[:2]) for v in (info["stablehlo_minimum"], info["stablehlo_current"]))
+    return (f"{info['name']} loads: platform {info['platform']} {info['platform_version']}, {api}, "
+            f"{info['devices']} x {'/'.join(info['device_kinds'])}, StableHLO {low}-{cur}{stated}\n"
+            f"    library {info['library']}")
 
 
 COMMANDS = [ops, backends]

@@ -96,7 +96,9 @@ def baseline():
 @click.option("--from", "previous", type=click.Path(exists=True, dir_okay=False),
               help="Take existing entries and reasons from this baseline instead of OUTPUT.")
 @click.option("--prune", is_flag=True, help="Drop entries whose tests are not in RESULTS.")
-def baseline_update(results, output, previous, prune):
+@click.option("--accept-golden-wrong", "accept_golden_wrong", is_flag=True,
+              help="Add new entries only for failures whose verdict is 'golden wrong', with the evidence attached.")
+def baseline_update(results, output, previous, prune, accept_golden_wrong):
     """Write a baseline listing every non-passing test of RESULTS.
 
     Entries already in the baseline keep their reason; new entries get the
@@ -112,13 +114,18 @@ def baseline_update(results, output, previous, prune):
     existing = _load_baseline(src)
     recs = [r for run in runs for r in run["results"]]
     backends = sorted({run["backend"] for run in runs})
-    new, stats = update_baseline(recs, existing, backend=",".join(backends) if backends else None, prune=prune)
+    new, stats = update_baseline(recs, existing, backend=",".join(backends) if backends else None, prune=prune,
+                                 accept_golden_wrong=accept_golden_wrong)
     new.save(output)
     click.echo(f"{output}: {len(new)} expected failures ({len(stats.added)} added, {len(stats.kept)} kept, "
                f"{len(stats.removed)} removed as passing, {len(stats.not_run)} "
                f"{'dropped as' if prune else 'kept though'} not run)")
     for tid in stats.removed[:50]:
         click.echo(f"  removed (passes now): {printable(tid)}")
+    if accept_golden_wrong and stats.left_out:
+        click.echo(f"{len(stats.left_out)} new failures left out (verdict not 'golden wrong'):")
+        for tid in stats.left_out[:50]:
+            click.echo(f"  left out: {printable(tid)}")
 
 
 @baseline.command("check")

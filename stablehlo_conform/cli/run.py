@@ -79,7 +79,12 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
 @click.option("--load-timeout", "load_timeout", type=float, default=None,
               help="Seconds to read, parse and lower one file (default: --timeout; 0: none).")
-@click.option("--backend", default="numpy", show_default=True, help="Backend that runs the tests.")
+@click.option("--backend", default="numpy", show_default=True,
+              help="Backend that runs the tests: numpy, reference, xla, iree, pjrt:PATH.so, pjrt:NAME, a plugin.")
+@click.option("--pjrt-option", "pjrt_options", multiple=True, metavar="KEY=VALUE",
+              help="Create option of a pjrt: backend's client (repeatable; typed: true/false, int, float, [1,2], "
+                   "else string).")
+@click.option("--pjrt-device", type=click.IntRange(0), default=None, help="Device index of a pjrt: backend.")
 @click.option("--by-op", is_flag=True, help="Print a pass table per op family.")
 @click.option("--max-memory", type=float, default=None,
               help="Memory budget per op result, in MiB (default: a quarter of RAM).")
@@ -101,8 +106,11 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Write a repro bundle for every test that failed, crashed or timed out into DIR/<test id>.")
 @click.option("--shard", "shard", metavar="K/N", callback=lambda _c, _p, v: _parse_shard(v),
               help="Run only shard K of N (a test's shard comes from its id); 'conform report' merges the shards.")
-def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, by_op, max_memory, compare,
-        resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, shard):
+@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+              help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
+def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, pjrt_options, pjrt_device, by_op,
+        max_memory, compare, resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, accuracy_profile,
+        shard):
     """Run every test in PATHS (files or folders, recursive).
 
     Exit code 0 when the gate passes (by default: every test passed; with
@@ -129,22 +137,24 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     files = discover(list(paths))
     if not files:
         raise click.UsageError("no .mlir / bytecode files found")
+    backend = backend_name(backend, pjrt_options, pjrt_device)
     timeout = timeout or None
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout, max_bytes=_memory_budget(max_memory),
-                   pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()), shard=shard)
-    if backend != "numpy":
-        from ..harness.backends import available
+                   pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()),
+                   shard=shard)
+    if accuracy_profile:
+        from ..oracle.classes import accuracy_profile_option
 
-        if backend not in available():
-            raise click.UsageError(f"unknown backend {backend!r}; available: {', '.join(sorted(available()))}")
+        opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     if resume and not jsonl_path:
         raise click.UsageError("--resume needs --jsonl FILE (the stream to continue)")
     _check_outputs({"--json": json_path, "--jsonl": jsonl_path, "--junit-xml": junit_path, "--html": html_path},
                    keep=jsonl_path if resume else None)
     settings = {"backend": backend, "compare": list(opts.compare), "timeout": timeout, "load_timeout": load_timeout,
                 "max_bytes": opts.max_bytes, "pattern": pattern,
-                "paths": sorted(str(Path(p).resolve()) for p in paths)}
+                "paths": sorted(str(Path(p).resolve()) for p in paths),
+                "accuracy_profile": str(Path(accuracy_profile).resolve()) if accuracy_profile else None}
     settings["shard"] = _shard_info(shard, files, settings)
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
     selected: list[dict] = []
@@ -182,7 +192,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             stream.write(rec)
         if not quiet:
             progress.close() if progress.enabled else None
-            known = baseline.match(rec["id"]) if baseline is not None and rec["status"] != "pass" else None
+            known = baseline.match(rec) if baseline is not None and rec["status"] != "pass" else None
             if known is not None:
                 click.echo(f"{'KNOWN':<11} {printable(rec['id'])}: {rec['status']} "
                            f"(baseline: {printable(known.reason or 'listed')})")
@@ -219,10 +229,18 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         for fam, c in by_op_table(selected):
             other = sum(c.values()) - c["pass"] - c["fail"]
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
+    from ..harness.triage import triage, triage_json, triage_lines
+
+    groups = triage(selected)
+    if groups and not quiet:  # before the summary, which stays the last line
+        click.echo("")
+        for line in triage_lines(groups, limit=10):
+            click.echo(printable(line))
     parts = ", ".join(f"{summary[s]} {s}" for s in STATUSES if summary[s])
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
-           "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run, "results": selected}
+           "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
+           "triage": triage_json(groups), "results": selected}
     doc["shard"] = settings["shard"]
     _write_repro_bundles(selected, opts)
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
@@ -317,6 +335,25 @@ def _check_outputs(outputs: dict[str, str | None], keep: str | None = None) -> N
             raise click.UsageError(f"{opt} {p}: cannot be written: {e.strerror or e}") from None
         if not existed and p != keep:
             path.unlink()
+
+
+def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
+    """The backend's full name (``--pjrt-option``/``--pjrt-device`` folded
+    into a ``pjrt:`` name); a usage error when it names no backend."""
+    from ..harness.backends import BackendUnavailable, check_name
+
+    try:
+        if pjrt_options or pjrt_device is not None:
+            if not backend.startswith("pjrt:"):
+                raise BackendUnavailable("--pjrt-option/--pjrt-device need a pjrt: backend")
+            from ..harness.backends.pjrt import with_options
+
+            backend = with_options(backend, tuple(pjrt_options), pjrt_device)
+        if backend != "numpy":
+            check_name(backend)
+    except BackendUnavailable as e:
+        raise click.UsageError(str(e)) from None
+    return backend
 
 
 def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost) -> int:

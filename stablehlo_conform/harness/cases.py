@@ -7,6 +7,7 @@ import the bindings.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import stat
 import time
@@ -80,27 +81,34 @@ def family_of(module: Module, func: Func) -> tuple[str, list[str], list[str]]:
     dtypes: list[str] = []
     visited: set[str] = set()
 
-    def visit(f: Func) -> None:
-        if f.name in visited:
-            return
-        visited.add(f.name)
-        for op in walk_ops(f.body):
-            target = op.attrs.get("call_target_name") if op.name == "stablehlo.custom_call" else None
-            if op.name.startswith("check.") or (op.name in TRIVIAL_OPS and not (
-                    isinstance(target, str) and not target.startswith("check."))):
-                pass
-            elif op.name not in ops:
-                ops.append(op.name)
-                for ty in op.operand_types or op.result_types:
-                    if isinstance(ty, T.TensorType):
-                        dtypes.append(str(ty.element))
-                        break
-            for v in op.attrs.values():
-                for sym in _symbols(v):
-                    if sym in module.funcs:
-                        visit(module.funcs[sym])
+    def body(name: str) -> Iterator:
+        """The ops of a function not visited yet (checked when it is reached)."""
+        if name in visited:
+            return iter(())
+        visited.add(name)
+        return walk_ops(module.funcs[name].body)
 
-    visit(func)
+    # depth first through the functions called, in call order; an explicit
+    # stack, so a call chain of any length is followed
+    stack = [body(func.name)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        target = op.attrs.get("call_target_name") if op.name == "stablehlo.custom_call" else None
+        if op.name.startswith("check.") or (op.name in TRIVIAL_OPS and not (
+                isinstance(target, str) and not target.startswith("check."))):
+            pass
+        elif op.name not in ops:
+            ops.append(op.name)
+            for ty in op.operand_types or op.result_types:
+                if isinstance(ty, T.TensorType):
+                    dtypes.append(str(ty.element))
+                    break
+        callees = [sym for v in op.attrs.values() for sym in _symbols(v) if sym in module.funcs]
+        if callees:
+            stack.append(itertools.chain.from_iterable(map(body, callees)))
     if not ops:  # a test of constants or of the check ops themselves
         names = [op.name for op in walk_ops(func.body) if op.name not in ("func.return", "func.call")]
         consts = [n for n in names if n.endswith(".constant")]
@@ -218,7 +226,10 @@ def _file_kind(mode: int) -> str:
 def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
     """Yields ("loaded", ids) once the file is loaded (the ids of the records
     to come), then ("start", id) and ("result", record) events."""
-    cases = enumerate_file(path)
+    from ..frontend import memory_budget
+
+    with memory_budget(opts.max_bytes):  # constants are checked against it while loading
+        cases = enumerate_file(path)
     if opts.pattern:
         skip = skip | {tid for tid, _m, _f in cases.tests + cases.programs if not matches(tid, opts.pattern)}
     if opts.shard:
@@ -304,6 +315,10 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
         backend = get_backend(opts.backend)
         outcome = backend.run_test(mod, func, opts)
         rec.update(outcome)
+        from ..oracle.verdict import judge_record, needs_oracle
+
+        if rec["status"] == "fail" or needs_oracle(mod):
+            judge_record(mod, func, opts, rec, backend)
         if opts.compare:
             from .diff import compare_test
 
@@ -312,6 +327,9 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
             if cmp["disagreements"] and rec["status"] == "pass":
                 rec["status"] = "fail"
                 rec["message"] = "backends disagree: " + "; ".join(cmp["disagreements"][:3])
+                if cmp.get("compare_verdict"):
+                    rec["verdict"] = cmp["compare_verdict"]
+                    rec["message"] += f"\nverdict: {rec['verdict']['summary']}"
     except ConformError as e:
         from .support import unsupported_message
 

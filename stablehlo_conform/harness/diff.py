@@ -55,12 +55,15 @@ def norm_tolerance(expected: np.ndarray, budget: int) -> float:
     return float(budget * float(_float_info(np.dtype(part)).eps) * float(mag.max()))
 
 
-def compare_values(a: Any, b: Any, ttype=None) -> dict[str, Any]:
+def compare_values(a: Any, b: Any, ttype=None, accuracy=None, magnitude=None) -> dict[str, Any]:
     """Compare two results: ``status`` ok/mismatch, ``max_ulp``, ``max_abs``,
     ``message`` (first differing index and values). Integers and booleans
     must be equal; floats agree element by element within the type's ULP
     budget or within :func:`norm_tolerance` (NaN equals NaN, infinities
-    only themselves); complex numbers per component."""
+    only themselves); complex numbers per component. With ``accuracy`` (the
+    :class:`~stablehlo_conform.oracle.classes.AccuracyClass` of the op that
+    computed both), floats agree within twice the class bound instead
+    (``magnitude``: the operands' magnitudes of an accumulating op)."""
     a = np.asarray(a)
     b = np.asarray(b)
     out: dict[str, Any] = {"status": "ok", "max_ulp": None, "max_abs": None, "message": ""}
@@ -90,6 +93,14 @@ def compare_values(a: Any, b: Any, ttype=None) -> dict[str, Any]:
     shown = diff[both_finite]
     out["max_abs"] = float(shown.max()) if shown.size else 0.0
     ok = (ulp <= np.uint64(budget)) | (both_finite & (diff <= norm_tolerance(b, budget)))
+    if accuracy is not None:
+        from ..oracle import classes as C
+
+        out["accuracy"] = accuracy.describe()
+        if accuracy.kind == C.IMPLEMENTATION:
+            ok = np.ones(a.shape, bool)
+        elif accuracy.kind != C.ACCUMULATE or magnitude is not None:
+            ok = C.within(a, b, accuracy, magnitude, factor=2.0)
     if not ok.all():
         idx = tuple(int(i) for i in np.argwhere(~ok)[0])
         u = ulp[idx]
@@ -152,6 +163,9 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     the first op whose results differ or whose run crashed."""
     opts = opts or DiffOptions()
     runners = make_runners(backends)
+    from ..oracle.classes import profile_from
+
+    opts.extra.setdefault("_profile", profile_from(opts))
     func = module.funcs[entry]
     report: dict[str, Any] = {
         "entry": entry, "backends": [r.label for r in runners],
@@ -291,6 +305,7 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
             status, value = _safe_run(r, mod, "main", op_args, opts)
             got[r.label] = (status, value)
         base_status, base_value = got[runners[0].label]
+        accuracy = _op_accuracy(module, op, op_args, base_value if base_status == "ok" else None, opts)
         worst: dict[str, Any] | None = None
         for r in runners[1:]:
             status, value = got[r.label]
@@ -301,13 +316,42 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
                            message=f"{bad}: {str(msg).splitlines()[0][:300]}")
                 break
             for j, ttype in enumerate(op.result_types):
-                c = compare_values(value[j], base_value[j], ttype)
+                cls, mag = accuracy[j] if accuracy else (None, None)
+                c = compare_values(value[j], base_value[j], ttype, cls, mag)
                 if worst is None or _worse(c, worst):
                     worst = dict(c, result=j, backend=r.label)
         if worst is not None and rec["status"] == "ok":
             rec.update(status=worst["status"], max_ulp=worst["max_ulp"], max_abs=worst["max_abs"],
                        message=(f"result #{worst['result']} ({worst['backend']} vs {runners[0].label}): "
                                 f"{worst['message']}") if worst["status"] != "ok" else "")
+            if worst.get("accuracy"):
+                rec["accuracy"] = worst["accuracy"]
+        if rec["status"] == "mismatch":
+            from ..oracle.verdict import judge_op
+
+            rec["verdict"] = judge_op(module, op, op_args, {lb: v for lb, (st, v) in got.items() if st == "ok"},
+                                      opts.extra.get("_profile"))
+    return out
+
+
+def _op_accuracy(module: Module, op, op_args, base_value, opts) -> list[tuple] | None:
+    """Per result of ``op``: its accuracy class and (for accumulating ops)
+    the operands' magnitudes; None when the classes cannot be used."""
+    from ..oracle import classes as C
+    from ..oracle.verdict import magnitude
+
+    if base_value is None:
+        return None
+    cls = C.class_of(op, opts.extra.get("_profile"))
+    out = []
+    for j in range(len(op.result_types)):
+        mag = None
+        if cls.kind == C.ACCUMULATE:
+            try:
+                mag = magnitude(module, op, op_args, np.asarray(base_value[j]), cls, j)
+            except Exception:  # no magnitude: the type's default budget applies
+                mag = None
+        out.append((cls, mag))
     return out
 
 
@@ -344,6 +388,8 @@ def format_report(report: dict[str, Any]) -> list[str]:
     if report.get("first_divergence"):
         fd = report["first_divergence"]
         lines.append(f"\nfirst diverging op: {fd['op']} at {fd['loc']}: {fd['message']}")
+        if fd.get("verdict"):
+            lines.append(f"verdict: {fd['verdict']['summary']}")
     failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
     if report["status"] == "incomplete":
         lines.append(f"\nresult: {', '.join(failed)} did not run; the other backends agree")
@@ -383,7 +429,7 @@ def entry_of(module: Module, entry: str | None) -> Func:
 def test_values(backend: Any, module: Module, func: Func, opts: Any) -> list[np.ndarray]:
     """The values a test's checks look at (first operand of each check op of
     the test function's body), as computed by ``backend``."""
-    from .backends.base import check_ops
+    from .backends.checks import check_ops
 
     if getattr(backend, "name", "") != "numpy" or not hasattr(backend, "engine"):
         return list(backend.test_values(module, func, opts))
@@ -405,9 +451,12 @@ def test_values(backend: Any, module: Module, func: Func, opts: Any) -> list[np.
 def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
     """Run a test on every backend of ``opts.compare`` and compare the
     checked values with the first backend that ran: ``compare`` (backend ->
-    ``ok`` or its error) and ``disagreements`` (messages)."""
+    ``ok`` or its error) and ``disagreements`` (messages). The accuracy
+    classes have the last word: backends all within the class of the exact
+    values agree (``compare_accuracy``), a backend outside it disagrees
+    (``compare_verdict``)."""
     from .backends import get_backend
-    from .backends.base import check_ops
+    from .backends.checks import check_ops
 
     statuses: dict[str, str] = {}
     values: dict[str, list] = {}
@@ -430,4 +479,24 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
             if c["status"] != "ok":
                 loc = checks[i].loc if i < len(checks) else "?"
                 disagreements.append(f"{other} vs {base} at check #{i} ({loc}): {c['message']}")
-    return {"compare": statuses, "disagreements": disagreements}
+    out: dict[str, Any] = {"compare": statuses, "disagreements": disagreements}
+    if len(ran) > 1:
+        # the accuracy classes decide: every backend within the class of the
+        # exact values agrees; one outside it disagrees whatever the budget says
+        from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends
+
+        try:
+            verdict = judge_backends(module, func, opts, {n: values[n] for n in ran})
+        except ConformError:
+            verdict = None
+        if verdict is not None and verdict["verdict"] == BOTH_WITHIN:
+            out["disagreements"] = []
+            out["compare_accuracy"] = verdict["summary"]
+        elif verdict is not None and verdict["verdict"] == BACKEND_WRONG:
+            if not disagreements:
+                out["disagreements"] = [f"{', '.join(verdict['wrong'])} outside the accuracy class of the exact "
+                                        f"values (within the type's ULP budget of {ran[0]})"]
+            out["compare_verdict"] = verdict
+        elif disagreements and verdict is not None:
+            out["compare_verdict"] = verdict
+    return out

@@ -15,6 +15,12 @@ Test ids are matched on their path *suffix* (at ``/`` boundaries), so a
 baseline written from ``conform run ../suite`` also applies to a run of
 ``/abs/path/suite`` or ``suite``. Entries may be globs (``*``, ``?``,
 ``[``); a glob matches the end of an id.
+
+An entry may also name a failure *signature* (see
+:mod:`stablehlo_conform.harness.triage`) instead of ids: it excuses every
+non-passing result with that signature (a whole group of ``conform
+triage``). Text lines ``signature: <stage> | <op> | <types> | <message> | <reason>``
+(types ``*``: any); JSON ``"expected_signatures": {"<signature>": {"reason": ...}}``.
 """
 
 from __future__ import annotations
@@ -71,11 +77,14 @@ class BaselineEntry:
     id: str
     reason: str = ""
     status: str = ""
+    evidence: dict | None = None  # the verdict that accepted the entry (golden wrong)
 
-    def to_json(self) -> dict[str, str]:
-        d = {"reason": self.reason}
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"reason": self.reason}
         if self.status:
             d["status"] = self.status
+        if self.evidence:
+            d["evidence"] = self.evidence
         return d
 
 
@@ -87,11 +96,22 @@ class Baseline:
     backend: str | None = None
     source: str | None = None
 
+    signatures: dict[str, BaselineEntry] = field(default_factory=dict)
+
     def __post_init__(self) -> None:
         self._index: dict[str, str] | None = None
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.entries) + len(self.signatures)
+
+    def add_signature(self, text: str, reason: str = "", source: str = "<baseline>") -> None:
+        from .triage import Signature
+
+        try:
+            sig = Signature.parse(text)
+        except ValueError as e:
+            raise GateError(f"{source}: {e}") from None
+        self.signatures[str(sig)] = BaselineEntry(f"signature: {sig}", reason)
 
     def __contains__(self, test_id: str) -> bool:
         return self.match(test_id) is not None
@@ -120,9 +140,22 @@ class Baseline:
         self._globs = [k for k in self.entries if any(c in k for c in GLOB_CHARS)]
         self._index = full
 
-    def match(self, test_id: str) -> BaselineEntry | None:
-        """The entry for ``test_id`` (exact, then the longest path-suffix
-        match either way, then a glob), or None."""
+    def match(self, test: str | dict) -> BaselineEntry | None:
+        """The entry for a test id or a result record: by id (exact, then the
+        longest path-suffix match either way, then a glob), then — for a
+        non-passing record — by its signature; None when nothing matches."""
+        test_id = test["id"] if isinstance(test, dict) else test
+        entry = self._match_id(test_id)
+        if entry is None and isinstance(test, dict) and self.signatures and test.get("status") != "pass":
+            from .triage import Signature, signature
+
+            sig = signature(test)
+            for text, e in self.signatures.items():
+                if sig is not None and Signature.parse(text).matches(sig):
+                    return e
+        return entry
+
+    def _match_id(self, test_id: str) -> BaselineEntry | None:
         if self._index is None:
             self._build()
         norm = normalize_id(test_id)
@@ -180,7 +213,14 @@ class Baseline:
                 v = {"reason": v}
             elif not isinstance(v, dict):
                 raise GateError(f"{source}: entry {tid!r} must be an object or a reason string")
-            b.add(BaselineEntry(str(tid), str(v.get("reason", "")), str(v.get("status", ""))))
+            ev = v.get("evidence")
+            b.add(BaselineEntry(str(tid), str(v.get("reason", "")), str(v.get("status", "")),
+                                ev if isinstance(ev, dict) else None))
+        sigs = doc.get("expected_signatures", {})
+        if not isinstance(sigs, dict):
+            raise GateError(f"{source}: expected_signatures must be an object of signature -> entry")
+        for text, v in sigs.items():
+            b.add_signature(str(text), str(v.get("reason", "")) if isinstance(v, dict) else str(v), source)
         return b
 
     @classmethod
@@ -189,6 +229,10 @@ class Baseline:
         for line in text.splitlines():
             line = line.strip()
             if not line or line.startswith("#"):
+                continue
+            if line.startswith("signature:"):
+                fields = line[len("signature:"):].split(" | ", 4)
+                b.add_signature(" | ".join(fields[:4]), fields[4].strip() if len(fields) > 4 else "", source)
                 continue
             pattern, _, reason = line.partition("|")
             pattern = pattern.strip()
@@ -202,6 +246,8 @@ class Baseline:
             "version": BASELINE_VERSION,
             "backend": self.backend,
             "expected_failures": {k: self.entries[k].to_json() for k in sorted(self.entries)},
+            **({"expected_signatures": {k: {"reason": self.signatures[k].reason} for k in sorted(self.signatures)}}
+               if self.signatures else {}),
         }
 
     def save(self, path: str | Path) -> None:
@@ -220,25 +266,33 @@ class UpdateStats:
     kept: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     not_run: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # failures not accepted (--accept-golden-wrong)
 
 
 def update_baseline(results: Sequence[dict], existing: Baseline | None = None,
-                    backend: str | None = None, prune: bool = False) -> tuple[Baseline, UpdateStats]:
+                    backend: str | None = None, prune: bool = False,
+                    accept_golden_wrong: bool = False) -> tuple[Baseline, UpdateStats]:
     """A baseline listing every non-passing test of ``results``.
 
     Entries of ``existing`` that still fail keep their id and reason; new
     entries get ``"<status>: <first line of the message>"`` as reason.
     Entries whose test passes now are dropped; entries whose test did not
-    run are kept (dropped with ``prune``).
+    run are kept (dropped with ``prune``). Signature entries are kept as they
+    are, and the failures they cover are not listed one by one. With ``accept_golden_wrong``, new
+    entries are made only for failures whose verdict is ``golden wrong``,
+    with the verdict's summary as reason and its evidence attached; other
+    new failures are left out (they stay regressions).
     """
     existing = existing or Baseline()
-    out = Baseline(backend=backend or existing.backend)
+    out = Baseline(backend=backend or existing.backend, signatures=dict(existing.signatures))
     stats = UpdateStats()
     matched: set[str] = set()
     for rec in results:
-        entry = existing.match(rec["id"])
+        entry = existing.match(rec)
         if entry is not None:
             matched.add(entry.id)
+        if entry is not None and entry.id.startswith("signature: "):
+            continue
         if rec["status"] == "pass":
             if entry is not None and entry.id not in out.entries:
                 stats.removed.append(entry.id)
@@ -249,6 +303,14 @@ def update_baseline(results: Sequence[dict], existing: Baseline | None = None,
                 stats.kept.append(entry.id)
             continue
         tid = normalize_id(rec["id"])
+        verdict = rec.get("verdict") if isinstance(rec.get("verdict"), dict) else None
+        if accept_golden_wrong:
+            if verdict is None or verdict.get("verdict") != "golden wrong":
+                stats.left_out.append(tid)
+                continue
+            out.add(BaselineEntry(tid, verdict.get("summary", "golden wrong"), rec["status"], verdict))
+            stats.added.append(tid)
+            continue
         reason = first_line(rec.get("message")) or rec["status"]
         if not reason.startswith(rec["status"]):
             reason = f"{rec['status']}: {reason}"
@@ -370,7 +432,7 @@ def evaluate_gate(results: Sequence[dict], baseline: Baseline | None = None,
     for rec in results:
         passed = rec["status"] == "pass"
         g.passed += passed
-        entry = baseline.match(rec["id"]) if baseline is not None else None
+        entry = baseline.match(rec) if baseline is not None else None
         if entry is not None:
             seen.add(entry.id)
             (g.newly_passing if passed else g.expected).append((rec, entry))
@@ -402,7 +464,7 @@ def known_status(rec: dict, baseline: Baseline | None) -> BaselineEntry | None:
     """The baseline entry that excuses a non-passing ``rec``, if any."""
     if baseline is None or rec["status"] == "pass":
         return None
-    return baseline.match(rec["id"])
+    return baseline.match(rec)
 
 
 def group_by(results: Iterable[dict], key: str) -> dict[str, list[dict]]:

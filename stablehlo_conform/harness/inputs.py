@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import types as T
 from ..errors import InputError
+from ..kernels._numeric import make_complex
 from ..program import Func, walk_ops
 
 DTYPES_KEY = "__conform_dtypes__"
@@ -102,7 +103,7 @@ def random_array(ttype, rng: np.random.Generator, *, index: bool = False) -> np.
     if kind == "complex":
         part = np.float32 if dt == np.complex64 else np.float64
         re, im = rng.standard_normal(shape).astype(part), rng.standard_normal(shape).astype(part)
-        return (re + 1j * im).astype(dt)
+        return make_complex(re, im, dt)
     # floats
     from ..compare import _float_info
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import types as T
+from ..kernels._numeric import make_complex
 from ..program import Func, Module
 
 DYNAMIC_SIZE = 4
@@ -90,7 +91,7 @@ def random_array(rng: np.random.Generator, shape: tuple, et) -> np.ndarray:
         # small non-negative values: safe as indices, sizes and divisors
         return rng.integers(0, 4, shape).astype(dt)
     if kind == "complex":
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+        return make_complex(rng.standard_normal(shape), rng.standard_normal(shape)).astype(dt)
     if kind == "float":
         return rng.uniform(-2.0, 2.0, shape).astype(dt)
     if kind == "quant":

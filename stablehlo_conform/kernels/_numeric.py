@@ -87,6 +87,17 @@ def out(x, dt) -> np.ndarray:
 # floats
 # --------------------------------------------------------------------------- #
 
+def make_complex(re, im, dtype=C128) -> np.ndarray:
+    """The complex array with parts ``re`` and ``im`` (broadcast), assembled
+    without arithmetic: ``re + 1j * im`` would turn ``-0`` parts into ``+0``
+    and an infinite ``im`` into a NaN real part (``0 * inf``)."""
+    re, im = np.broadcast_arrays(np.asarray(re), np.asarray(im))
+    r = np.empty(re.shape, dtype=dtype)
+    r.real = re
+    r.imag = im
+    return r
+
+
 def wide(x: np.ndarray) -> np.ndarray:
     """Float -> f64, complex -> complex128, exactly."""
     x = np.asarray(x)
@@ -131,6 +142,34 @@ def _round_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     if k == "float" and x.dtype == F64:
         return _f64_to_f32_odd(x).astype(dt)
     return x.astype(dt)
+
+
+@lru_cache(maxsize=None)
+def significand_and_emin(dt: np.dtype) -> tuple[int, int]:
+    """(significand bits with the leading one, exponent of the smallest normal
+    number) of a float dtype."""
+    dt = np.dtype(dt)
+    info = np.finfo(dt) if dt in _NATIVE_FLOATS else ml_dtypes.finfo(dt)
+    return int(info.nmant) + 1, int(info.minexp)
+
+
+def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
+    """Mask of the f64 values ``r`` within ``f64_ulps`` f64 ULPs of a rounding
+    midpoint of the narrower float type ``dt`` (overflow threshold included).
+
+    Where ``r`` approximates a value to within that many f64 ULPs, rounding
+    ``r`` into ``dt`` can differ from rounding the value itself only there
+    (double rounding)."""
+    p, emin = significand_and_emin(dt)
+    r = np.asarray(r, dtype=F64)
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(r) & (r != 0)
+        safe = np.where(ok, r, 1.0)
+        _, e = np.frexp(safe)
+        q = np.maximum(e.astype(np.int64) - 1, emin) - (p - 1)
+        s = np.abs(np.ldexp(safe, (-q).astype(np.int32)))
+        frac = s - np.floor(s)
+        return ok & (np.abs(frac - 0.5) <= f64_ulps * np.spacing(s))
 
 
 @lru_cache(maxsize=None)

@@ -20,7 +20,10 @@ DEFAULT_MAX_ULP = 3
 
 def _report(op, mismatch, what: str = "") -> None:
     ok = mismatch is None
-    msg = "ok" if ok else f"{op.name}{what}: {mismatch.describe()}"
+    name = op.name
+    if name == "stablehlo.custom_call":
+        name += f" @{op.attr('call_target_name')}"
+    msg = "ok" if ok else f"{name}{what}: {mismatch.describe()}"
     op.engine.record_check(ok, msg, op.op)
 
 
@@ -99,7 +102,7 @@ def expect_serialized_eq(op, actual):
     if it >= len(recorded):
         op.engine.record_check(False, f"{op.name}: no value recorded for probe {probe_id!r} iteration {it}", op.op)
         return ()
-    return _eq(op, recorded[it], actual)
+    return _eq(op, actual, recorded[it])  # the operand is checked against the recorded value
 
 
 # custom_call spellings used by the testdata programs -------------------------

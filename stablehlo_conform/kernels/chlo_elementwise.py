@@ -8,7 +8,13 @@ SciPy/NumPy and rounded once into the result type:
   ``sinh``, ``tan``: NumPy (complex branch cuts as NumPy).
 - ``bessel_i0e``, ``bessel_i1e``, ``digamma``, ``erf``, ``erfc``,
   ``erf_inv``, ``lgamma``, ``igamma``, ``igammac``, ``polygamma``, ``zeta``:
-  ``scipy.special``. ``digamma`` is -inf at 0 and NaN at negative integers;
+  ``scipy.special``; the odd ``bessel_i1e`` and ``erf_inv`` keep the sign of
+  a zero argument; ``lgamma(+-inf) = +inf``; ``digamma`` and ``lgamma`` of a
+  negative argument near a root (result below 1/8 in magnitude, where the
+  reflection formula cancels) are evaluated exactly
+  (:mod:`stablehlo_conform.oracle`). Results on a rounding midpoint of a
+  narrower type are resolved exactly too (see
+  :func:`.elementwise.float_fn`). ``digamma`` is -inf at 0 and NaN at negative integers;
   ``polygamma(n, x)`` is NaN unless ``n`` is a non-negative integer;
   ``igamma``/``igammac`` are NaN for ``a <= 0`` or ``x < 0``.
 - ``next_after(x, y)``: the neighbour of ``x`` toward ``y`` in the element
@@ -36,6 +42,7 @@ from ._numeric import (
     float_from_bits,
     is_signed,
     kind_of,
+    make_complex,
     out,
     to_i64,
     unsigned_pattern,
@@ -52,12 +59,20 @@ from .registry import kernel
 _U64 = np.uint64
 
 
-def _chlo_unary(name, f):
+def _chlo_unary(name, f, refine=None):
     def g(dt, x):
-        return E.float_fn(f, dt, x)
+        return E.float_fn(f, dt, x, op=name, refine=refine)
 
     g.__name__ = name.split(".")[-1]
     return E.unary(name)(g)
+
+
+def _odd(f):
+    """``f`` with ``f(+-0) = +-0`` (SciPy gives +0 for -0 in ``erfinv``/``i1e``)."""
+    def g(w):
+        return np.where(w == 0, w, f(w))
+
+    return g
 
 
 def _digamma(w):
@@ -66,8 +81,16 @@ def _digamma(w):
     return np.where(w == 0, -np.inf, r)
 
 
+def _near_negative_root(w, r):
+    """Where SciPy's f64 ``digamma``/``lgamma`` of a negative argument is small
+    (near one of the roots): the reflection formula cancels there, and the
+    value is evaluated exactly instead."""
+    return (w < 0) & (np.abs(r) < 0.125) & np.isfinite(w)
+
+
 def _lgamma(w):
-    return sc.gammaln(w)
+    """``log|gamma(w)|``; +inf at the poles and at +-inf."""
+    return np.where(np.isinf(w), np.inf, sc.gammaln(w))
 
 
 def _igamma(a, x):
@@ -105,17 +128,17 @@ cosh = _chlo_unary("chlo.cosh", np.cosh)
 sinh = _chlo_unary("chlo.sinh", np.sinh)
 tan = _chlo_unary("chlo.tan", np.tan)
 bessel_i0e = _chlo_unary("chlo.bessel_i0e", sc.i0e)
-bessel_i1e = _chlo_unary("chlo.bessel_i1e", sc.i1e)
-digamma = _chlo_unary("chlo.digamma", _digamma)
+bessel_i1e = _chlo_unary("chlo.bessel_i1e", _odd(sc.i1e))
+digamma = _chlo_unary("chlo.digamma", _digamma, _near_negative_root)
 erf = _chlo_unary("chlo.erf", sc.erf)
 erfc = _chlo_unary("chlo.erfc", sc.erfc)
-erf_inv = _chlo_unary("chlo.erf_inv", sc.erfinv)
-lgamma = _chlo_unary("chlo.lgamma", _lgamma)
+erf_inv = _chlo_unary("chlo.erf_inv", _odd(sc.erfinv))
+lgamma = _chlo_unary("chlo.lgamma", _lgamma, _near_negative_root)
 
 
 def _chlo_binary(name, f):
     def g(dt, a, b):
-        return E.float_fn(f, dt, a, b)
+        return E.float_fn(f, dt, a, b, op=name)
 
     g.__name__ = name.split(".")[-1]
     return E.binary(name)(g)
@@ -144,11 +167,8 @@ def _asin_acos_kernel(w):
     d1 = np.where(y == 0, 0.0, y * (y / (h1 + x + 1.0)))  # h1 - (x + 1)
     d2 = np.where(y == 0, 0.0, y * (y / (h2 + np.abs(x - 1.0))))  # h2 - |x - 1|
     a_minus_x = (d1 + d2) * 0.5 + np.maximum(1.0 - x, 0.0)
-    s = np.arcsin(x + 1j * y)
-    r = np.empty(w.shape, dtype=np.complex128)
-    r.real = np.where(np.isinf(a), np.inf, np.sqrt(a_minus_x) * np.sqrt(a + x))
-    r.imag = s.imag
-    return r
+    s = np.arcsin(make_complex(x, y))
+    return make_complex(np.where(np.isinf(a), np.inf, np.sqrt(a_minus_x) * np.sqrt(a + x)), s.imag)
 
 
 @E.unary("chlo._asin_acos_kernel")
@@ -166,10 +186,7 @@ def conj(dt, x):
 
 def _complex_square(w):
     re, im = w.real, w.imag
-    r = np.empty(w.shape, dtype=np.complex128)
-    r.real = (re - im) * (re + im)
-    r.imag = 2.0 * re * im
-    return r
+    return make_complex((re - im) * (re + im), 2.0 * re * im)
 
 
 @E.unary("chlo.square")

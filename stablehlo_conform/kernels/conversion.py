@@ -44,6 +44,7 @@ from ._numeric import (
     float_from_bits,
     int_limits,
     kind_of,
+    make_complex,
     out,
     round_to,
     to_i64,
@@ -244,10 +245,7 @@ def bitcast_convert(op, x):
         def decode(bb):
             re = _from_element_bits(bb[..., :half], comp, half)
             im = _from_element_bits(bb[..., half:], comp, half)
-            r = np.empty(re.shape, dtype=dt)
-            r.real = re
-            r.imag = im
-            return r
+            return make_complex(re, im, dt)
     else:
 
         def decode(bb):

@@ -34,6 +34,8 @@ from ._numeric import (
     is_signed,
     is_subbyte_int,
     kind_of,
+    make_complex,
+    near_midpoint,
     out,
     round_to,
     to_i64,
@@ -149,12 +151,40 @@ def binary(*names):
 # generic computation paths
 # --------------------------------------------------------------------------- #
 
-def float_fn(f, dt, *xs):
-    """Compute ``f`` in f64/complex128 and round once into ``dt``."""
+def float_fn(f, dt, *xs, op: str | None = None, refine=None):
+    """Compute ``f`` in f64/complex128 and round once into ``dt``.
+
+    With ``op`` (an op of :data:`stablehlo_conform.oracle.DEFINED_OPS`), the
+    elements whose f64 value lies within a few f64 ULPs of a rounding midpoint
+    of a narrower ``dt`` (where rounding the f64 value could round the other
+    way than the exact value: double rounding) are evaluated exactly by the
+    oracle and rounded once; so are the elements ``refine(*wide_args, r)``
+    marks (regions where the f64 function loses relative accuracy)."""
     ws = [wide(x) for x in xs]
     with np.errstate(all="ignore"):
         r = f(*ws)
-    return round_to(r, dt)
+    res = round_to(r, dt)
+    if op is None:
+        return res
+    dt = np.dtype(dt)
+    r = np.asarray(r)
+    if dt in (np.dtype(np.float64), np.dtype(np.complex128)):
+        mask = np.zeros(r.shape, dtype=bool)
+    elif r.dtype.kind == "c":
+        mask = near_midpoint(r.real, dt.type(0).real.dtype) | near_midpoint(r.imag, dt.type(0).real.dtype)
+    else:
+        mask = near_midpoint(r, dt)
+    if refine is not None:
+        with np.errstate(all="ignore"):
+            mask = mask | np.asarray(refine(*ws, r), dtype=bool)
+    if not mask.any():
+        return res
+    from ..oracle.exact import correctly_rounded
+
+    args = np.broadcast_arrays(*[np.asarray(x) for x in xs])
+    res = np.array(np.broadcast_to(res, mask.shape), dtype=dt)
+    res[mask] = correctly_rounded(op, [a[mask] for a in args], dt)
+    return res
 
 
 def exact_float_fn(f, dt, *xs):
@@ -273,7 +303,11 @@ def int_remainder(a, b, dt):
 
 def complex_divide(a, b):
     """Complex division that keeps infinities (C99 Annex G recovery):
-    finite / 0 and inf / finite are infinite, finite / inf is zero."""
+    finite / 0 and inf / finite are infinite, finite / inf is zero.
+
+    Results are assembled from their parts (:func:`make_complex`), never as
+    ``re + 1j * im``, which loses the sign of zero parts and turns an
+    infinite part into NaN."""
     with np.errstate(all="ignore"):
         q = np.divide(a, b)
         if _LONG_OK and q.dtype == np.dtype(np.complex128):
@@ -287,7 +321,7 @@ def complex_divide(a, b):
             safe = np.where(ok, den, 1)
             re = ((ar * br + ai * bi) / safe).astype(np.float64)
             im = ((ai * br - ar * bi) / safe).astype(np.float64)
-            q = np.where(ok, re + 1j * im, q)
+            q = np.where(ok, make_complex(re, im), q)
         bad = np.isnan(q.real) & np.isnan(q.imag)
         if not bad.any():
             return q
@@ -301,17 +335,17 @@ def complex_divide(a, b):
         # x / 0 with x non-zero and not NaN
         case1 = bad & b_zero & ~a_nan & ((ar != 0) | (ai != 0))
         inf_b = np.copysign(np.inf, br)
-        r1 = inf_b * ar + 1j * (inf_b * ai)
+        r1 = make_complex(inf_b * ar, inf_b * ai)
         # inf / finite
         case2 = bad & a_inf & ~b_inf & ~b_nan & ~case1
         ar2 = np.copysign(np.where(np.isinf(ar), 1.0, 0.0), ar)
         ai2 = np.copysign(np.where(np.isinf(ai), 1.0, 0.0), ai)
-        r2 = np.inf * (ar2 * br + ai2 * bi) + 1j * (np.inf * (ai2 * br - ar2 * bi))
+        r2 = make_complex(np.inf * (ar2 * br + ai2 * bi), np.inf * (ai2 * br - ar2 * bi))
         # finite / inf
         case3 = bad & b_inf & ~a_inf & ~a_nan
         br3 = np.copysign(np.where(np.isinf(br), 1.0, 0.0), br)
         bi3 = np.copysign(np.where(np.isinf(bi), 1.0, 0.0), bi)
-        r3 = 0.0 * (ar * br3 + ai * bi3) + 1j * (0.0 * (ai * br3 - ar * bi3))
+        r3 = make_complex(0.0 * (ar * br3 + ai * bi3), 0.0 * (ai * br3 - ar * bi3))
         q = np.where(case1, r1, np.where(case2, r2, np.where(case3, r3, q)))
     return q
 
@@ -375,7 +409,7 @@ def power(dt, a, b):
     k = _kind(a)
     if k in ("int", "uint"):
         return int_power(a, b, dt)
-    return float_fn(np.power, dt, a, b)
+    return float_fn(np.power, dt, a, b, op="stablehlo.power")
 
 
 @unary("stablehlo.negate")
@@ -452,11 +486,7 @@ def clamp(op, lo, x, hi):
 
 @binary("stablehlo.complex")
 def complex_(dt, re, im):
-    re, im = np.broadcast_arrays(np.asarray(re), np.asarray(im))
-    r = np.empty(re.shape, dtype=dt)
-    r.real = re
-    r.imag = im
-    return r
+    return make_complex(re, im, dt)
 
 
 @unary("stablehlo.real")

@@ -7,7 +7,9 @@ See spec.md#ceil, #floor, #round_nearest_afz, #round_nearest_even,
 #sqrt, #atan2.
 
 Floats narrower than ``f64`` are computed in ``f64`` (complex in
-``complex128``) and rounded once into the result type; ``f64`` ``rsqrt``
+``complex128``) and rounded once into the result type (an f64 value on a
+rounding midpoint of the narrower type is resolved by the exact evaluation
+of :mod:`stablehlo_conform.oracle`); ``f64`` ``rsqrt``
 uses extended precision so the result is rounded once. ``round_nearest_afz``
 breaks ties away from zero. ``sign`` keeps signed zeros and NaN; on complex
 numbers it is ``x / convert(abs(x), type(x))`` with the modulus rounded to
@@ -19,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from ._lazy import special as sc
 
-from ._numeric import wide
+from ._numeric import make_complex, wide
 from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
 @unary("stablehlo.ceil")
@@ -67,10 +69,8 @@ def complex_sign(x, dt):
     mag = np.abs(w).astype(comp).astype(np.float64)
     nan = np.isnan(w.real) | np.isnan(w.imag)
     safe = np.where(mag == 0, 1.0, mag)
-    r = np.empty(w.shape, dtype=np.complex128)
     with np.errstate(all="ignore"):
-        r.real = np.where(mag == 0, 0.0, w.real / safe)
-        r.imag = np.where(mag == 0, 0.0, w.imag / safe)
+        r = make_complex(np.where(mag == 0, 0.0, w.real / safe), np.where(mag == 0, 0.0, w.imag / safe))
     r = np.where(nan, complex(np.nan, np.nan), r)
     return r.astype(dt)
 
@@ -91,7 +91,7 @@ def sign(dt, x):
 
 def _transcendental(name, f):
     def g(dt, x):
-        return float_fn(f, dt, x)
+        return float_fn(f, dt, x, op=name)
 
     g.__name__ = name.split(".")[-1]
     return unary(name)(g)
@@ -138,10 +138,15 @@ def _atan2(y, x):
     if np.iscomplexobj(y) or np.iscomplexobj(x):
         y = y.astype(np.complex128)
         x = x.astype(np.complex128)
-        return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
+        # x + i y and -i w from their parts (see make_complex)
+        w = np.log(make_complex(x.real - y.imag, x.imag + y.real) / np.sqrt(x * x + y * y))
+        return make_complex(w.imag, -w.real)
     return np.arctan2(y, x)
 
 
 @binary("stablehlo.atan2")
 def atan2(dt, y, x):
-    return float_fn(_atan2, dt, y, x)
+    """Rounded once: a result on a rounding midpoint of a narrower type
+    (``atan2(1.1754942e-38, 2)`` in f32, whose f64 value is exactly
+    ``y / 2``) is resolved exactly (see :func:`.elementwise.float_fn`)."""
+    return float_fn(_atan2, dt, y, x, op="stablehlo.atan2")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .reduction import combine_at
 from .registry import kernel
 
 
@@ -129,10 +130,10 @@ def gather(op, operand, start_indices):
 # scatter
 
 _UFUNCS = {
-    "stablehlo.add": np.add,
-    "stablehlo.multiply": np.multiply,
-    "stablehlo.maximum": np.maximum,
-    "stablehlo.minimum": np.minimum,
+    "stablehlo.add": ("add", np.add),
+    "stablehlo.multiply": ("mul", np.multiply),
+    "stablehlo.maximum": ("max", np.maximum),
+    "stablehlo.minimum": ("min", np.minimum),
 }
 
 
@@ -267,7 +268,8 @@ def scatter_apply(op, results: list[np.ndarray], lin: np.ndarray, upd_flat: list
             results[0][lin[rnd]] = upd_flat[0][rnd]
         return
     if kind is not None:
-        _UFUNCS[kind].at(results[0], lin, upd_flat[0])
+        # float maximum/minimum order -0 below +0 (combine_at), as the ops do
+        combine_at(*_UFUNCS[kind], results[0], lin, upd_flat[0])
         return
     body = op.region(0, lanes=True)
     n = len(results)

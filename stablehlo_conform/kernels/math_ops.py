@@ -24,6 +24,7 @@ from .arith import (
     to_float,
     wrap,
 )
+from ._numeric import make_complex
 from .registry import kernel
 
 _U64 = np.dtype(np.uint64)
@@ -302,7 +303,7 @@ def complex_constant(op):
 
 @kernel("complex.create")
 def complex_create(op, re, im):
-    return (_to_result(op, np.asarray(re).astype(np.float64) + 1j * np.asarray(im).astype(np.float64)),)
+    return (_to_result(op, make_complex(np.asarray(re).astype(np.float64), np.asarray(im).astype(np.float64))),)
 
 
 @kernel("complex.re")

@@ -15,6 +15,8 @@ general path. Both compute the same schedule:
   rounded once (integers are computed in 64 bits and wrapped); general path
   a pairwise tree fold along the reduced axes that keeps the operands in
   index order (valid for any associative body), then ``body(init, tree)``.
+  Float ``maximum``/``minimum`` fast paths order -0 below +0 as the ops do
+  (spec.md#maximum: IEEE-754 maximum), which NumPy's ufuncs do not.
 - ``reduce_window``: a sequential fold over the window positions in row-major
   order starting from the init value, ``acc = body(acc, x)``, rounding into
   the element type after every step (the schedule XLA uses on CPU). Padding
@@ -44,6 +46,8 @@ import dataclasses
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ._numeric import kind_of
+from .arith import ieee_maximum, ieee_minimum
 from .registry import kernel
 
 # ---------------------------------------------------------------------------
@@ -128,6 +132,57 @@ def ufunc_for(kind: str, dtype: np.dtype):
     return _UFUNC[kind]
 
 
+_ZERO_ORDERED = {"max": ieee_maximum, "min": ieee_minimum}
+
+
+def _orders_zeros(kind: str, dtype) -> bool:
+    return kind in _ZERO_ORDERED and kind_of(np.dtype(dtype)) == "float"
+
+
+def binary_for(kind: str, dtype: np.dtype):
+    """The element-wise function of a fast path: :func:`ufunc_for`, except
+    float ``max``/``min``, which order -0 below +0 (``np.maximum`` does not)."""
+    if _orders_zeros(kind, dtype):
+        return _ZERO_ORDERED[kind]
+    return ufunc_for(kind, dtype)
+
+
+def order_zeros(kind: str, r: np.ndarray, neg_zero: np.ndarray, pos_zero: np.ndarray) -> np.ndarray:
+    """A zero result of a float ``min`` that saw a -0 made -0, of a ``max``
+    that saw a +0 made +0 (``neg_zero``/``pos_zero``: per result element)."""
+    if kind == "min":
+        return np.where((r == 0) & neg_zero, -np.abs(r), r)
+    return np.where((r == 0) & pos_zero, np.abs(r), r)
+
+
+def _zero_flags(x: np.ndarray):
+    z = x == 0
+    neg = np.signbit(x)
+    return z & neg, z & ~neg
+
+
+def reduce_last(kind: str, uf, x: np.ndarray) -> np.ndarray:
+    """``uf.reduce`` over the last axis, with zeros ordered for float max/min."""
+    r = uf.reduce(x, axis=-1)
+    if _orders_zeros(kind, x.dtype):
+        neg, pos = _zero_flags(x)
+        r = order_zeros(kind, r, neg.any(axis=-1), pos.any(axis=-1))
+    return r
+
+
+def combine_at(kind: str, uf, acc: np.ndarray, targets: np.ndarray, src: np.ndarray) -> None:
+    """``uf.at(acc, targets, src)`` in place, with zeros ordered for float max/min."""
+    if not _orders_zeros(kind, acc.dtype):
+        uf.at(acc, targets, src)
+        return
+    neg, pos = _zero_flags(acc)
+    sneg, spos = _zero_flags(src)
+    np.logical_or.at(neg, targets, sneg)
+    np.logical_or.at(pos, targets, spos)
+    uf.at(acc, targets, src)
+    acc[...] = order_zeros(kind, acc, neg, pos)
+
+
 def contiguous(x) -> np.ndarray:
     """``x`` as a C-contiguous array, keeping rank 0."""
     x = np.asarray(x)
@@ -178,6 +233,7 @@ def fast_reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], init, out_dtype
     uf = ufunc_for(kind, cdt)
     if uf is None:
         return None
+    step = binary_for(kind, cdt)
     ic = np.asarray(init).astype(cdt)
     out_shape, flat = _move_reduced_last(x, axes)
     count = flat.shape[-1]
@@ -185,12 +241,12 @@ def fast_reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], init, out_dtype
         per_step = cdt != x.dtype and cdt.kind == "f"
         acc = np.full(out_shape, ic, dtype=cdt)
         for k in range(count):
-            acc = uf(acc, flat[..., k].astype(cdt, copy=False))
+            acc = step(acc, flat[..., k].astype(cdt, copy=False))
             if per_step:
                 acc = acc.astype(x.dtype).astype(cdt)
         return contiguous(cast_result(acc, out_dtype))
-    red = uf.reduce(flat.astype(cdt, copy=False), axis=-1)
-    return contiguous(cast_result(uf(ic, red), out_dtype))
+    red = reduce_last(kind, uf, flat.astype(cdt, copy=False))
+    return contiguous(cast_result(step(ic, red), out_dtype))
 
 
 # ---------------------------------------------------------------------------
@@ -409,7 +465,7 @@ def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None):
     cdt = _compute_dtype(dtype, kind)
     if cdt is None or (dtype.kind == "c" and kind == "mul"):
         return None
-    uf = ufunc_for(kind, cdt)
+    uf = binary_for(kind, cdt)
     if uf is None:
         return None
     per_step = cdt != dtype and cdt.kind == "f"
@@ -435,7 +491,7 @@ def scatter_combine(body, kind, result_flat: np.ndarray, targets: np.ndarray, sr
         uf = ufunc_for(kind, cdt) if cdt is not None else None
         if uf is not None:
             acc = result_flat.astype(cdt)
-            uf.at(acc, targets, src.astype(cdt))
+            combine_at(kind, uf, acc, targets, src.astype(cdt))
             return cast_result(acc, result_flat.dtype)
     order = np.argsort(targets, kind="stable")
     t = targets[order]

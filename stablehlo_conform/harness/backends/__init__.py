@@ -1,9 +1,10 @@
 """Backends: something that runs a program and returns NumPy outputs.
 
 Built in: ``numpy`` (this package's engine), ``reference`` (the official
-StableHLO interpreter), ``xla`` (XLA CPU through jaxlib) and ``iree`` (when
-the ``[iree]`` extra is installed). Other backends register under
-the entry-point group ``stablehlo_conform.backends``.
+StableHLO interpreter), ``xla`` (XLA CPU through jaxlib), ``iree`` (when
+the ``[iree]`` extra is installed) and ``pjrt:PATH`` / ``pjrt:NAME`` (any
+PJRT plugin, see :mod:`.pjrt`). Other backends register under the
+entry-point group ``stablehlo_conform.backends``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def _load(spec: str) -> Any:
 
 def available() -> dict[str, str]:
     """Backend name -> where it comes from (builtin or an installed plugin)."""
+    from .pjrt import PREFIX, discover
+
     out = {name: "builtin" for name in _BUILTIN}
+    for name, (how, where) in sorted(discover().items()):
+        out[PREFIX + name] = f"PJRT plugin ({how}: {where})"
     try:
         from importlib.metadata import entry_points
 
@@ -41,9 +46,27 @@ def available() -> dict[str, str]:
     return out
 
 
+def check_name(name: str) -> None:
+    """Raise :class:`BackendUnavailable` (with what exists) unless ``name``
+    names a backend: a built-in one, an installed plugin or ``pjrt:...``
+    with an existing library or an installed PJRT plugin's name."""
+    if name.startswith("pjrt:"):
+        from .pjrt import check_target, parse_name
+
+        check_target(parse_name(name))
+    elif name not in available():
+        raise BackendUnavailable(f"unknown backend {name!r}; available: {', '.join(sorted(available()))}, "
+                                 "pjrt:/path/to/plugin.so")
+
+
 def get_backend(name: str) -> Backend:
     b = _cache.get(name)
     if b is not None:
+        return b
+    if name.startswith("pjrt:"):
+        from .pjrt import PjrtBackend
+
+        b = _cache[name] = PjrtBackend(name)
         return b
     if name in _BUILTIN:
         cls = _load(_BUILTIN[name])
@@ -59,4 +82,4 @@ def get_backend(name: str) -> Backend:
     return b
 
 
-__all__ = ["Backend", "BackendCrash", "BackendUnavailable", "available", "get_backend"]
+__all__ = ["Backend", "BackendCrash", "BackendUnavailable", "available", "check_name", "get_backend"]

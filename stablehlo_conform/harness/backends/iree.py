@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BASIC, BackendError, BackendUnavailable, NativeBackend
+from .base import BackendError, BackendUnavailable
+from .native import NativeBackend
+from .wire import BASIC
 
 
 class IreeBackend(NativeBackend):

@@ -12,6 +12,7 @@ import numpy as np
 from ...engine import Engine
 from ...kernels.registry import Registry, load_all
 from .base import Backend
+from .checks import check_outcome
 
 
 MAX_OUTPUT = 20000  # characters of printed output kept in a result
@@ -58,16 +59,7 @@ class NumpyBackend(Backend):
         printed = io.StringIO()  # interpreter.print output goes into the result
         eng.io = printed
         eng.call(func.name, ())
-        failed = [(msg, loc) for ok, msg, loc in eng.checks if not ok]
-        out: dict[str, Any] = {"checks": len(eng.checks)}
+        out = check_outcome(eng.checks)
         if printed.getvalue():
             out["output"] = printed.getvalue()[:MAX_OUTPUT]
-        if failed:
-            out["status"] = "fail"
-            shown = [f"{loc}: {msg}" for msg, loc in failed[:3]]
-            more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
-            out["message"] = "; ".join(shown) + more
-        else:
-            out["status"] = "pass"
-            out["message"] = ""
         return out

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BASIC, BackendError, NativeBackend
+from .base import BackendError
+from .native import NativeBackend
+from .wire import BASIC
 
 
 class ReferenceBackend(NativeBackend):

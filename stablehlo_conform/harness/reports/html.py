@@ -54,7 +54,7 @@ def report_data(runs: Sequence[dict], baseline: Baseline | None = None, title: s
         counts: dict[str, int] = {}
         for rec in run["results"]:
             counts[rec["status"]] = counts.get(rec["status"], 0) + 1
-            entry = baseline.match(rec["id"]) if baseline is not None and rec["status"] != "pass" else None
+            entry = baseline.match(rec) if baseline is not None and rec["status"] != "pass" else None
             tests.append([
                 rec["id"], rec.get("family") or "other", _dtype_of(rec), bi, rec["status"],
                 (rec.get("message") or "").strip() if rec["status"] != "pass" else "",
@@ -278,6 +278,7 @@ PAGE = """<!DOCTYPE html>
 <span class="legend">0% <span style="background:linear-gradient(90deg,hsl(0,75%,70%),hsl(50,75%,70%),hsl(95,75%,70%),hsl(120,55%,78%))"></span> 100%</span>
 </div>
 <div class="wrap"><table class="matrix" id="matrix"></table></div>
+{groups}
 <h2 id="failures-h">Tests <button type="button" id="clear">show all non-passing</button></h2>
 <div class="meta" id="shown"></div>
 <div class="fail-list" id="failures"></div>
@@ -292,13 +293,31 @@ def render_html(runs: Sequence[dict], baseline: Baseline | None = None, title: s
     from . import incomplete_note
 
     data = report_data(runs, baseline, title)
-    page = PAGE.format(title=html.escape(data["title"]), css=CSS, js=JS, data=_script_json(data))
+    page = PAGE.format(title=html.escape(data["title"]), css=CSS, js=JS, data=_script_json(data),
+                       groups=_groups_section(runs))
     notes = [n for n in map(incomplete_note, runs) if n]
     if notes:  # a run that did not finish says so above everything else
         banner = "".join(f'<p class="incomplete" style="background:#fde2e1;color:#8a1c13;padding:8px;'
                          f'font-weight:bold">{html.escape(n)}</p>' for n in notes)
         page = page.replace("<body>\n", "<body>\n" + banner + "\n", 1)
     return page
+
+
+def _groups_section(runs: Sequence[dict]) -> str:
+    """The failure groups of ``conform triage`` as a plain table (no script needed)."""
+    from ..triage import triage_runs
+
+    groups = triage_runs(runs)
+    if not groups:
+        return ""
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{g.count}</td><td>{e(g.signature.stage)}</td><td>{e(g.signature.op)}</td>"
+        f"<td>{e(g.signature.dtype)}</td><td>{e(g.signature.message)}</td><td>{e(', '.join(g.backends))}</td>"
+        f"<td>{e(str(g.example.get('id')))}</td></tr>" for g in groups)
+    return ('<h2 id="groups-h">Failure groups</h2>\n<div class="wrap"><table class="groups" id="groups">'
+            "<thead><tr><th>count</th><th>stage</th><th>op</th><th>element types</th><th>message</th>"
+            f"<th>backends</th><th>smallest example</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def write_html(path: str | Path, runs: Sequence[dict], baseline: Baseline | None = None, title: str = "") -> None:

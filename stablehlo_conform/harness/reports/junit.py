@@ -72,7 +72,7 @@ def testcase(rec: dict, baseline: Baseline | None = None) -> ET.Element:
         "time": f"{float(rec.get('duration') or 0.0):.6f}",
     })
     status = rec["status"]
-    entry = baseline.match(rec["id"]) if baseline is not None else None
+    entry = baseline.match(rec) if baseline is not None else None
     msg = _clean(first_line(rec.get("message"), MESSAGE_LIMIT) or status)
     if status == "pass":
         if entry is not None:

@@ -1,0 +1,65 @@
+"""``conform plugin-report``: the whole picture of one PJRT plugin.
+
+Exit codes: 0 the report was written (whatever the plugin's results), 1 the
+plugin does not load, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("plugin-report")
+@click.argument("backend")
+@click.argument("suites", nargs=-1, type=click.Path(exists=True))
+@click.option("--pjrt-option", "pjrt_options", multiple=True, metavar="KEY=VALUE",
+              help="Create option of the plugin's client (repeatable).")
+@click.option("--pjrt-device", type=click.IntRange(0), default=None, help="Device index.")
+@click.option("--sample", "sample", multiple=True, type=click.Path(exists=True),
+              help="Programs run at every StableHLO version of the window (default: the project's spec examples).")
+@click.option("--versions", default=6, show_default=True, type=click.IntRange(0),
+              help="StableHLO versions of the window to run the sample at (0: none).")
+@click.option("--output-dir", "-o", "out_dir", type=click.Path(file_okay=False),
+              help="Write report.html, report.json and junit.xml here.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write the HTML page.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write every result as JSON.")
+@click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML.")
+@click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 256), help="Worker processes.")
+@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
+@click.option("--quiet", "-q", is_flag=True, help="Only the client and the summaries.")
+def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, out_dir, html_path, json_path,
+                  junit_path, jobs, timeout, quiet):
+    """Run SUITES (default: the project's testsuite and the official suites
+    beside it) on the PJRT client BACKEND (pjrt:PATH.so, pjrt:NAME or xla),
+    and the sample at each StableHLO version of the client's window: pass
+    rates per op family and element type, every non-pass with its reason."""
+    from ..harness import plugin_report as P
+    from .run import backend_name
+
+    backend = backend_name(backend, pjrt_options, pjrt_device)
+    if not (backend.startswith("pjrt:") or backend == "xla"):
+        raise click.UsageError("plugin-report takes a PJRT client: pjrt:PATH.so, pjrt:NAME or xla")
+    paths = [Path(s) for s in suites] or P.default_suites()
+    if not paths:
+        raise click.UsageError("no suites given and none found beside the project")
+    if out_dir:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        html_path = html_path or str(Path(out_dir) / "report.html")
+        json_path = json_path or str(Path(out_dir) / "report.json")
+        junit_path = junit_path or str(Path(out_dir) / "junit.xml")
+    sample_paths = [Path(s) for s in sample] or P.default_sample()
+    doc = P.build(backend, paths, sample_paths, versions, jobs, timeout or None,
+                  log=lambda s: click.echo(s, err=True))
+    for line in P.text_lines(doc, details=not quiet):
+        click.echo(line)
+    P.write_outputs(doc, json_path, html_path, junit_path)
+    for label, p in (("JSON", json_path), ("HTML", html_path), ("JUnit XML", junit_path)):
+        if p:
+            click.echo(f"{label}: {p}")
+    sys.exit(0 if doc["client"].get("loads") else 1)
+
+
+COMMANDS = [plugin_report]

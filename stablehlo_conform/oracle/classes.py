@@ -1,0 +1,495 @@
+"""Accuracy classes: how far from the exact result an op's result may be.
+
+The spec gives no accuracy guarantees (spec.md "Accuracy"), so comparisons
+follow one class per op, chosen here:
+
+- ``exact``: integer, boolean, bitwise, comparison, conversion and
+  data-movement ops, and float ops whose exact result is representable
+  (``abs``, ``negate``, ``floor``, ``maximum``, ``remainder``, ...), and
+  reductions whose body only selects (``max``, ``min``, ``and``, ``or``).
+  Equal bits, NaN equal to NaN.
+- ``ulp``: element-wise float math, at most N ULP from the correctly rounded
+  result. N comes from ``ulp_defaults.json`` (data, regenerated from the
+  measured accuracy table) and can be overridden per op and element type by
+  an accuracy profile. Complex results are bounded per component or normwise
+  (``|err| <= N * eps * |exact|``).
+- ``accumulate``: ``dot_general``, ``convolution``, ``fft``,
+  ``triangular_solve`` and reductions with an ``add`` or ``multiply`` body.
+  The standard error analysis of a sum of K products in any order bounds the
+  error by ``gamma_K * sum(|a_i b_i|)`` with ``gamma_K = K u / (1 - K u)``,
+  ``u`` the unit roundoff of the element type; the magnitude is computed from
+  the operands (see :mod:`.verdict`), plus one rounding of the result.
+- ``tolerance``: an op carrying ``result_accuracy = TOLERANCE`` is checked by
+  ``|expected - actual| <= max(|expected| * max(rtol, ulps * eps), atol)``;
+  ``HIGHEST`` asks for the correctly rounded result (0 ULP), ``DEFAULT`` for
+  the op's class.
+- ``implementation-defined``: ``rng`` and ``rng_bit_generator``: the spec
+  leaves the values to the implementation.
+
+An accuracy profile (TOML or JSON) overrides the ULP bounds::
+
+    [ops."stablehlo.exponential"]
+    f32 = 2          # element type as spelled in MLIR
+    "*" = 1          # every other type
+    [ops."chlo.erf_inv"]
+    bf16 = "exact"   # must be correctly rounded and match bit for bit
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import types as T
+from ..compare import _float_info, is_float_dtype, ulp_distance
+
+EXACT = "exact"
+ULP = "ulp"
+ACCUMULATE = "accumulate"
+TOLERANCE = "tolerance"
+IMPLEMENTATION = "implementation-defined"
+
+EXACT_OPS = frozenset({
+    # data movement, shape and indexing
+    "stablehlo.broadcast_in_dim", "stablehlo.broadcast", "stablehlo.reshape", "stablehlo.transpose",
+    "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.concatenate",
+    "stablehlo.pad", "stablehlo.reverse", "stablehlo.gather", "stablehlo.dynamic_gather", "stablehlo.iota",
+    "stablehlo.dynamic_iota", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape",
+    "stablehlo.dynamic_pad", "stablehlo.real_dynamic_slice", "stablehlo.torch_index_select", "stablehlo.constant",
+    "stablehlo.select", "stablehlo.sort", "stablehlo.tuple", "stablehlo.get_tuple_element",
+    "stablehlo.optimization_barrier", "stablehlo.all_gather", "stablehlo.all_to_all",
+    "stablehlo.collective_permute", "stablehlo.collective_broadcast", "stablehlo.set_dimension_size",
+    "stablehlo.get_dimension_size", "chlo.top_k", "chlo.constant", "chlo.constant_like", "chlo.broadcast_select",
+    "chlo.broadcast_complex",
+    # conversion (the spec fixes the rounding) and exactly representable float results
+    "stablehlo.convert", "stablehlo.bitcast_convert", "stablehlo.reduce_precision", "stablehlo.abs",
+    "stablehlo.negate", "stablehlo.sign", "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_afz",
+    "stablehlo.round_nearest_even", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp",
+    "stablehlo.remainder", "stablehlo.real", "stablehlo.imag", "stablehlo.complex", "stablehlo.is_finite",
+    "stablehlo.compare", "chlo.conj", "chlo.next_after", "chlo.broadcast_next_after", "chlo.is_inf",
+    "chlo.is_neg_inf", "chlo.is_pos_inf", "chlo.broadcast_maximum", "chlo.broadcast_minimum",
+    "chlo.broadcast_remainder", "chlo.broadcast_compare",
+    # bitwise
+    "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not", "stablehlo.popcnt",
+    "stablehlo.count_leading_zeros", "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
+    "stablehlo.shift_right_logical",
+})
+
+ACCUMULATING_OPS = frozenset({
+    "stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "stablehlo.reduce",
+    "stablehlo.reduce_window", "stablehlo.fft", "stablehlo.triangular_solve",
+})
+
+# reductions: the body decides between exact (selecting) and accumulating
+REDUCING_OPS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.scatter",
+                          "stablehlo.select_and_scatter", "stablehlo.all_reduce", "stablehlo.reduce_scatter"})
+SELECTING_BODY_OPS = frozenset({"stablehlo.maximum", "stablehlo.minimum", "stablehlo.and", "stablehlo.or",
+                                "stablehlo.select", "stablehlo.compare", "stablehlo.return"})
+
+IMPLEMENTATION_OPS = frozenset({"stablehlo.rng", "stablehlo.rng_bit_generator"})
+
+
+@dataclass(frozen=True)
+class AccuracyClass:
+    """The accuracy an op's result is held to (see the module docstring).
+
+    ``k``: accumulation length and ``reduction`` (``sum``/``product``) of an
+    ``accumulate`` class; ``source``: where the bound comes from
+    (``default``, ``profile``, ``result_accuracy``, ``chain``)."""
+
+    kind: str
+    ulps: float = 0
+    atol: float = 0.0
+    rtol: float = 0.0
+    k: int = 0
+    reduction: str = "sum"
+    source: str = "default"
+
+    def describe(self) -> str:
+        if self.kind == ULP:
+            return f"ulp<={self.ulps:g}" + (f" ({self.source})" if self.source != "default" else "")
+        if self.kind == ACCUMULATE:
+            return f"accumulate K={self.k} ({self.reduction})"
+        if self.kind == TOLERANCE:
+            return f"result_accuracy atol={self.atol:g} rtol={self.rtol:g} ulps={self.ulps:g}"
+        return self.kind
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "source": self.source}
+        if self.kind in (ULP, TOLERANCE):
+            d["ulps"] = self.ulps
+        if self.kind == TOLERANCE:
+            d.update(atol=self.atol, rtol=self.rtol)
+        if self.kind == ACCUMULATE:
+            d.update(k=self.k, reduction=self.reduction)
+        return d
+
+
+# --------------------------------------------------------------------------- #
+# ULP tables: defaults and vendor profiles
+# --------------------------------------------------------------------------- #
+
+
+DEFAULTS_FILE = Path(__file__).with_name("ulp_defaults.json")
+
+
+@lru_cache(maxsize=1)
+def default_ulps() -> dict[str, dict[str, Any]]:
+    """op -> {element type or ``*``: ULP bound} from ``ulp_defaults.json``."""
+    return json.loads(DEFAULTS_FILE.read_text())["ops"]
+
+
+class ProfileError(ValueError):
+    """An accuracy profile that cannot be used (a usage error)."""
+
+
+@dataclass
+class Profile:
+    """Per-op, per-element-type overrides of the ULP bounds."""
+
+    ops: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: str = ""
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Profile":
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ProfileError(f"cannot read accuracy profile {path}: {e}") from None
+        try:
+            doc = json.loads(text) if p.suffix == ".json" or text.lstrip().startswith("{") else tomllib.loads(text)
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ProfileError(f"{path}: not a valid accuracy profile: {e}") from None
+        return cls.from_dict(doc, str(p))
+
+    @classmethod
+    def from_dict(cls, doc: Any, source: str = "<profile>") -> "Profile":
+        if not isinstance(doc, dict) or not isinstance(doc.get("ops", {}), dict):
+            raise ProfileError(f"{source}: an accuracy profile has an 'ops' table: op -> {{type: ulps}}")
+        ops: dict[str, dict[str, Any]] = {}
+        for op, v in doc.get("ops", {}).items():
+            if not isinstance(v, dict):
+                v = {"*": v}
+            for ty, bound in v.items():
+                if bound != EXACT and (isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound < 0):
+                    raise ProfileError(f"{source}: {op} {ty}: a bound is a ULP count >= 0 or \"exact\", "
+                                       f"not {bound!r}")
+            ops[str(op)] = {str(k): b for k, b in v.items()}
+        return cls(ops, source)
+
+    def lookup(self, op: str, element: str) -> Any:
+        table = self.ops.get(op)
+        if table is None:
+            return None
+        return table.get(element, table.get("*"))
+
+
+@lru_cache(maxsize=16)
+def _cached_profile(path: str) -> Profile:
+    return Profile.load(path)
+
+
+def profile_from(opts: Any) -> Profile | None:
+    """The accuracy profile named by run options (``extra["accuracy_profile"]``)."""
+    extra = getattr(opts, "extra", None) or {}
+    path = extra.get("accuracy_profile")
+    return _cached_profile(str(path)) if path else None
+
+
+def profile_from_table(doc: dict, backend: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """An accuracy profile (``{"ops": {op: {type: ULP}}}``) from the JSON of
+    ``conform accuracy --json``: per measured cell of ``backend`` (default:
+    the table's only backend) the smallest ULP distance from the correctly
+    rounded result that covers its max error: 0 when every result was
+    correctly rounded, else ``floor(max_ulp + 0.5)`` (``max_ulp`` is measured
+    from the exact value, the correctly rounded result is within 0.5 of it).
+    Returns the profile and the cells left out (not run, or
+    a non-finite error: no bound)."""
+    cells = doc.get("cells", []) if isinstance(doc, dict) else []
+    names = sorted({c.get("backend") for c in cells})
+    if backend is None:
+        if len(names) != 1:
+            raise ProfileError(f"the table measures {', '.join(map(str, names)) or 'no backend'}: name one")
+        backend = names[0]
+    ops: dict[str, dict[str, Any]] = {}
+    left_out: list[str] = []
+    for c in cells:
+        if c.get("backend") != backend:
+            continue
+        where = f"{c.get('op')} {c.get('type')}"
+        m = c.get("max_ulp")
+        if c.get("status") != "ok" or not isinstance(m, (int, float)) or m != m or m == float("inf"):
+            left_out.append(f"{where}: {c.get('status')} {c.get('message') or m}".strip())
+            continue
+        every = c.get("n") is not None and c.get("correctly_rounded") == c.get("n")
+        ops.setdefault(str(c["op"]), {})[str(c["type"])] = 0 if every else int(np.floor(float(m) + 0.5))
+    if not ops and not left_out:
+        raise ProfileError(f"no cell of backend {backend!r} in the table")
+    return {"about": f"ULP bounds of backend {backend} measured by: {doc.get('meta', {}).get('command', '')}",
+            "ops": ops}, left_out
+
+
+def accuracy_profile_option(path: str, usage_error: type[Exception]) -> str:
+    """Validate ``--accuracy-profile PATH``; returns the absolute path (worker
+    processes load it again)."""
+    try:
+        Profile.load(path)
+    except ProfileError as e:
+        raise usage_error(str(e)) from None
+    return str(Path(path).resolve())
+
+
+def ulp_bound(op: str, element: str, profile: Profile | None = None) -> tuple[Any, str]:
+    """(bound, source): the profile's entry, else the default table's."""
+    if profile is not None:
+        b = profile.lookup(op, element)
+        if b is not None:
+            return b, "profile"
+    table = default_ulps()
+    row = table.get(op) or table["*"]
+    return row.get(element, row.get("*", table["*"]["*"])), "default"
+
+
+# --------------------------------------------------------------------------- #
+# The class of an op
+# --------------------------------------------------------------------------- #
+
+
+def _element(op) -> str:
+    for t in tuple(op.result_types) + tuple(op.operand_types):
+        if isinstance(t, T.TensorType):
+            return str(t.element)
+    return ""
+
+
+def _is_float_result(op) -> bool:
+    for t in op.result_types:
+        if isinstance(t, T.TensorType) and (t.element.is_float or t.element.is_complex):
+            return True
+    return False
+
+
+def _body_ops(op) -> list[str]:
+    if not op.regions or not op.regions[0].blocks:
+        return []
+    return [o.name for o in op.regions[0].blocks[0].ops]
+
+
+def accumulation_length(op) -> int:
+    """K: the number of terms each result element sums (or multiplies)."""
+    name = op.name
+    shape = [tuple(t.shape) if isinstance(t, T.TensorType) else () for t in op.operand_types]
+    if name in ("stablehlo.dot_general", "stablehlo.dot"):
+        dims = op.attrs.get("dot_dimension_numbers")
+        contracting = list(getattr(dims, "lhs_contracting_dimensions", ()) or ()) if dims is not None else []
+        if name == "stablehlo.dot" or dims is None:
+            contracting = [len(shape[0]) - 1] if shape[0] else []
+        return int(np.prod([shape[0][d] for d in contracting])) if contracting else 1
+    if name == "stablehlo.convolution":
+        dims = op.attrs.get("dimension_numbers")
+        out_dim = getattr(dims, "kernel_output_feature_dimension", None) if dims is not None else None
+        rhs = shape[1]
+        if out_dim is None or not rhs:
+            return int(np.prod(rhs)) if rhs else 1
+        return max(1, int(np.prod(rhs)) // max(1, rhs[int(out_dim)]))
+    if name == "stablehlo.reduce":
+        dims = [int(d) for d in np.asarray(op.attrs.get("dimensions", ())).reshape(-1)]
+        return 1 + int(np.prod([shape[0][d] for d in dims])) if dims else 1
+    if name == "stablehlo.reduce_window":
+        window = np.asarray(op.attrs.get("window_dimensions", ())).reshape(-1)
+        return 1 + int(np.prod(window)) if window.size else 1
+    if name == "stablehlo.fft":
+        return int(np.prod(np.asarray(op.attrs.get("fft_length", (1,))).reshape(-1)))
+    if name == "stablehlo.triangular_solve":
+        return int(shape[0][-1]) if shape and shape[0] else 1
+    return 1
+
+
+def result_accuracy_class(op) -> AccuracyClass | None:
+    """The class an op's ``result_accuracy`` attribute asks for, if any."""
+    ra = op.attrs.get("result_accuracy")
+    if ra is None:
+        return None
+    get = ra.get if hasattr(ra, "get") else (lambda k, d=None: d)
+    mode = str(get("mode", "DEFAULT")).upper()
+    if mode == "TOLERANCE":
+        return AccuracyClass(TOLERANCE, ulps=float(get("ulps", 0) or 0), atol=float(get("atol", 0.0) or 0.0),
+                             rtol=float(get("rtol", 0.0) or 0.0), source="result_accuracy")
+    if mode == "HIGHEST":
+        return AccuracyClass(ULP, 0, source="result_accuracy")
+    return None
+
+
+def class_of(op, profile: Profile | None = None) -> AccuracyClass:
+    """The accuracy class of ``op`` (a :class:`~stablehlo_conform.program.Op`)."""
+    name = op.name
+    ra = result_accuracy_class(op)
+    if ra is not None:
+        return ra
+    element = _element(op)
+    if name in IMPLEMENTATION_OPS:
+        return AccuracyClass(IMPLEMENTATION)
+    if profile is not None and profile.lookup(name, element) is not None:
+        b = profile.lookup(name, element)
+        return AccuracyClass(EXACT, source="profile") if b == EXACT else AccuracyClass(ULP, b, source="profile")
+    if name in EXACT_OPS or not _is_float_result(op):
+        return AccuracyClass(EXACT)
+    if name in REDUCING_OPS:
+        body = _body_ops(op)
+        if all(b in SELECTING_BODY_OPS for b in body):
+            return AccuracyClass(EXACT)
+        if name not in ACCUMULATING_OPS:  # scatter, collectives: no per-element term count here
+            b, src = ulp_bound(name, element, profile)
+            return AccuracyClass(ULP, b, source=src)
+        reduction = "product" if "stablehlo.multiply" in body else "sum"
+        return AccuracyClass(ACCUMULATE, k=accumulation_length(op), reduction=reduction)
+    if name in ACCUMULATING_OPS:
+        return AccuracyClass(ACCUMULATE, k=accumulation_length(op))
+    b, src = ulp_bound(name, element, profile)
+    if b == EXACT:
+        return AccuracyClass(EXACT, source=src)
+    return AccuracyClass(ULP, b, source=src)
+
+
+def chain_class(classes: list[AccuracyClass]) -> AccuracyClass:
+    """The class of a value computed by several rounding ops in a row: their
+    ULP bounds add up (each counted as at least 1 ULP, an accumulating op as
+    K ULP). A heuristic, not a bound: cancellation between the ops can make
+    the error of the whole larger in ULP of the result."""
+    if len(classes) == 1:
+        return classes[0]
+    if any(c.kind == IMPLEMENTATION for c in classes):
+        return AccuracyClass(IMPLEMENTATION, source="chain")
+    total = sum(max(1.0, c.ulps) for c in classes if c.kind in (ULP, TOLERANCE))
+    total += sum(max(1, c.k) for c in classes if c.kind == ACCUMULATE)
+    return AccuracyClass(ULP, total, source="chain")
+
+
+def with_ulps(cls: AccuracyClass, ulps: float) -> AccuracyClass:
+    return replace(cls, ulps=ulps)
+
+
+# --------------------------------------------------------------------------- #
+# Bounds
+# --------------------------------------------------------------------------- #
+
+
+def _part_dtype(dt: np.dtype) -> np.dtype:
+    if dt == np.complex64:
+        return np.dtype(np.float32)
+    if dt == np.complex128:
+        return np.dtype(np.float64)
+    return dt
+
+
+def eps_of(dt: np.dtype) -> float:
+    return float(_float_info(_part_dtype(np.dtype(dt))).eps)
+
+
+def unit_roundoff(dt: np.dtype) -> float:
+    return eps_of(dt) / 2
+
+
+def gamma(k: int, u: float) -> float:
+    """``gamma_k = k u / (1 - k u)`` (inf when ``k u >= 1``)."""
+    ku = k * u
+    return ku / (1 - ku) if ku < 1 else float("inf")
+
+
+def spacing(ref: np.ndarray) -> np.ndarray:
+    """One ULP of each (finite) element of ``ref``, in float64."""
+    part = _part_dtype(ref.dtype)
+    info = _float_info(part)
+    with np.errstate(invalid="ignore", over="ignore"):
+        mag = np.abs(ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64))
+        mag = np.where(np.isfinite(mag), mag, 0.0)
+        e = np.floor(np.log2(np.maximum(mag, float(info.smallest_normal))))
+    return np.exp2(e) * float(info.eps)
+
+
+def accumulation_bound(cls: AccuracyClass, ref: np.ndarray, magnitude: np.ndarray | None) -> np.ndarray:
+    """Absolute error bound (float64 array) of an ``accumulate`` result
+    around the exact ``ref`` (already rounded to the result type):
+    ``gamma_K * magnitude`` (for products ``gamma_{cK} * |ref|`` with c = 1
+    for real and 2 sqrt 2 for complex factors) plus one ULP of the result."""
+    u = unit_roundoff(ref.dtype)
+    wide = ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if cls.reduction == "product" or magnitude is None:
+            k = max(1, cls.k - 1)
+            g = gamma(2 * k, u) * np.sqrt(2) if ref.dtype.kind == "c" else gamma(k, u)
+            b = g * np.abs(wide)
+        else:
+            b = gamma(max(1, cls.k), u) * np.abs(np.asarray(magnitude, np.float64))
+    return b + spacing(ref)
+
+
+def _nan_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+    b = b.astype(np.complex128 if b.dtype.kind == "c" else np.float64)
+    with np.errstate(invalid="ignore"):
+        if a.dtype.kind == "c":
+            return _nan_equal(a.real, b.real) & _nan_equal(a.imag, b.imag)
+        return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+def result_accuracy_ok(actual: np.ndarray, expected: np.ndarray, atol: float, rtol: float,
+                       ulps: float) -> np.ndarray:
+    """``|expected - actual| <= max(|expected| * max(rtol, ulps * eps), atol)``
+    element-wise (NaN matches NaN, an infinity only itself)."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    eps = eps_of(expected.dtype)
+    wide = np.complex128 if expected.dtype.kind == "c" else np.float64
+    a = actual.astype(wide)
+    e = expected.astype(wide)
+    with np.errstate(invalid="ignore", over="ignore"):
+        tol = np.maximum(np.abs(e) * max(rtol, ulps * eps), atol)
+        close = np.abs(e - a) <= tol
+    return close | _nan_equal(actual, expected)
+
+
+def within(actual: np.ndarray, ref: np.ndarray, cls: AccuracyClass, magnitude: np.ndarray | None = None,
+           factor: float = 1.0) -> np.ndarray:
+    """Element mask: ``actual`` is within ``cls`` of ``ref``. ``ref`` is the
+    exact result rounded to the type (``factor`` 1), or another approximate
+    result (``factor`` 2: both sides may be off by the bound)."""
+    actual = np.asarray(actual)
+    ref = np.asarray(ref)
+    if not is_float_dtype(ref.dtype):
+        return actual == ref
+    if cls.kind in (EXACT, IMPLEMENTATION):
+        same = T.to_bits(actual) == T.to_bits(ref)
+        return same | _nan_equal(actual, ref) & ~_zero_sign_differs(actual, ref)
+    if cls.kind == TOLERANCE:
+        return result_accuracy_ok(actual, ref, cls.atol * factor, cls.rtol * factor, cls.ulps * factor)
+    if cls.kind == ACCUMULATE:
+        bound = accumulation_bound(cls, ref, magnitude) * factor
+        wide = np.complex128 if ref.dtype.kind == "c" else np.float64
+        with np.errstate(invalid="ignore", over="ignore"):
+            close = np.abs(actual.astype(wide) - ref.astype(wide)) <= bound
+        return close | _nan_equal(actual, ref)
+    n = cls.ulps * factor
+    ok = ulp_distance(actual, ref) <= np.uint64(int(n))
+    if ref.dtype.kind == "c":
+        eps = eps_of(ref.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            norm = np.abs(actual.astype(np.complex128) - ref.astype(np.complex128)) <= \
+                max(n, 1.0) * eps * np.abs(ref.astype(np.complex128))
+        ok |= norm
+    return ok
+
+
+def _zero_sign_differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "c":
+        return _zero_sign_differs(a.real, b.real) | _zero_sign_differs(a.imag, b.imag)
+    a64 = a.astype(np.float64)
+    b64 = b.astype(np.float64)
+    return (a64 == 0) & (b64 == 0) & (np.signbit(a64) != np.signbit(b64))
