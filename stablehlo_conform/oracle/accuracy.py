@@ -19,8 +19,9 @@ Inputs (:func:`inputs_for`):
   the non-positive integers, the branch points +-1). Binary ops also get every pair of edge
   values; complex arguments get every pair of edge values as (real, imaginary) parts, which
   covers the branch cuts on both sides of their signed zeros. The special functions ``igamma``,
-  ``igammac``, ``polygamma`` and ``zeta`` are sampled with magnitudes in [2**-20, 2**10] (plus the
-  edges), where their arbitrary-precision evaluation stays fast.
+  ``igammac``, ``polygamma`` and ``zeta`` get a tenth of the samples, with magnitudes in
+  [2**-20, 2**10] (plus every pair of edge values), where their arbitrary-precision evaluation
+  stays fast.
 
 Elements whose value the spec leaves open (:func:`.exact.spec_silent`) are not measured; they are
 counted as ``silent``.
@@ -47,6 +48,7 @@ ALL_TYPES = FLOAT_TYPES + COMPLEX_TYPES
 
 SLOW_BINARY = frozenset({"chlo.igamma", "chlo.igammac", "chlo.polygamma", "chlo.zeta"})
 DEFAULT_SAMPLES = 100_000
+SLOW_DIVISOR = 10  # the slow special functions get a tenth of the samples
 
 
 def op_arity(op: str) -> int:
@@ -139,6 +141,8 @@ def inputs_for(op: str, type_name: str, samples: int = DEFAULT_SAMPLES, seed: in
     arity = op_arity(op)
     rng = np.random.default_rng([seed, sum(op.encode()), sum(type_name.encode())])
     slow = op in SLOW_BINARY
+    if slow:
+        samples = max(1, samples // SLOW_DIVISOR)
     if kind_of(dt) == "complex":
         part = np.dtype(np.float32 if dt == np.dtype(np.complex64) else np.float64)
         edges = edge_values(part)
@@ -273,29 +277,63 @@ def measure_cell(backend, op: str, type_name: str, args: Sequence[np.ndarray], e
     return cell
 
 
+def measure_op(backends: Sequence, op: str, type_name: str, samples: int = DEFAULT_SAMPLES,
+               seed: int = 0) -> tuple[list[Cell], int, float]:
+    """The cells of one op on one type, for every backend: ``(cells, inputs, seconds)``."""
+    t0 = time.perf_counter()
+    args = inputs_for(op, type_name, samples, seed)
+    rdt = dtype_of(result_type(op, type_name))
+    try:
+        exact_vals = X.correctly_rounded(op, args, rdt)
+
+        def errors_of(actual):
+            return X.ulp_error(actual, op, args, rdt)
+
+        cells = [measure_cell(b, op, type_name, args, exact_vals, errors_of) for b in backends]
+    finally:
+        X.clear_cache()  # the values of one cell are not needed again; memory stays bounded
+    return cells, int(args[0].size), time.perf_counter() - t0
+
+
+def _task(job):
+    return measure_op(*job)
+
+
 def measure(backends: Sequence, ops: Iterable[str] | None = None, types: Iterable[str] | None = None,
             samples: int = DEFAULT_SAMPLES, seed: int = 0,
-            progress: Callable[[str], None] | None = None) -> list[Cell]:
-    """One :class:`Cell` per backend, op and type (the exact values are computed once for all
-    backends)."""
-    cells = []
-    types = list(types or ALL_TYPES)
-    for tname in types:
+            progress: Callable[[str], None] | None = None, jobs: int = 1,
+            known: Sequence[Cell] = (), on_cells: Callable[[list[Cell]], None] | None = None) -> list[Cell]:
+    """One :class:`Cell` per backend, op and type (the exact values of a cell are computed once for
+    all backends); ``jobs`` worker processes share the cells out. Cells in ``known`` are not
+    measured again; ``on_cells`` gets the cells of each op and type as soon as they are done."""
+    have = {(c.backend, c.op, c.type) for c in known}
+    names = [backend_name(b) for b in backends]
+    todo = []
+    for tname in list(types or ALL_TYPES):
         wanted = ops_for(tname) if ops is None else [o for o in ops if o in ops_for(tname)]
-        for op in wanted:
-            t0 = time.perf_counter()
-            args = inputs_for(op, tname, samples, seed)
-            rdt = dtype_of(result_type(op, tname))
-            exact_vals = X.correctly_rounded(op, args, rdt)
+        todo += [(list(backends), op, tname, samples, seed) for op in wanted
+                 if not all((b, op, tname) in have for b in names)]
+    results = [c for c in known if c.backend in names]
 
-            def errors_of(actual, op=op, args=args, rdt=rdt):
-                return X.ulp_error(actual, op, args, rdt)
+    def done(job, res):
+        cells, n, secs = res
+        results.extend(cells)
+        if on_cells is not None:
+            on_cells(cells)
+        if progress is not None:
+            progress(f"{job[2]:<14} {job[1]:<36} {n:>8} inputs {secs:6.1f}s")
 
-            for b in backends:
-                cells.append(measure_cell(b, op, tname, args, exact_vals, errors_of))
-            if progress is not None:
-                progress(f"{tname:<14} {op:<36} {args[0].size:>8} inputs {time.perf_counter() - t0:6.1f}s")
-    return cells
+    if jobs <= 1 or len(todo) <= 1:
+        for job in todo:
+            done(job, measure_op(*job))
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as ex:
+            for job, res in zip(todo, ex.map(_task, todo)):
+                done(job, res)
+    return sorted(results, key=lambda c: (names.index(c.backend), ALL_TYPES.index(c.type), c.op))
 
 
 # --------------------------------------------------------------------------- #
@@ -361,11 +399,18 @@ def render_markdown(cells: Sequence[Cell], meta: dict) -> str:
     return "\n".join(lines)
 
 
+def cell_dict(c: Cell) -> dict:
+    d = asdict(c)
+    if math.isinf(d["max_ulp"]):
+        d["max_ulp"] = "inf"
+    return d
+
+
+def cell_from_dict(d: dict) -> Cell:
+    d = dict(d)
+    d["max_ulp"] = float(d["max_ulp"])
+    return Cell(**d)
+
+
 def cells_json(cells: Sequence[Cell], meta: dict) -> dict:
-    out = []
-    for c in cells:
-        d = asdict(c)
-        if math.isinf(d["max_ulp"]):
-            d["max_ulp"] = "inf"
-        out.append(d)
-    return {"meta": meta, "cells": out}
+    return {"meta": meta, "cells": [cell_dict(c) for c in cells]}

@@ -906,6 +906,11 @@ _CACHE: dict[tuple, _Value] = {}
 _CACHE_LIMIT = 4_000_000
 
 
+def clear_cache() -> None:
+    """Forget the values computed so far."""
+    _CACHE.clear()
+
+
 def _columns(args, complex_args: bool):
     """Broadcast arguments to f64 (or complex128) columns: ``(shape, [columns], bit-key matrix)``."""
     arrs = np.broadcast_arrays(*[np.asarray(a) for a in args])
