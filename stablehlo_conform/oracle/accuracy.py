@@ -23,8 +23,9 @@ Inputs (:func:`inputs_for`):
   [2**-20, 2**10] (plus every pair of edge values), where their arbitrary-precision evaluation
   stays fast.
 
-Elements whose value the spec leaves open (:func:`.exact.spec_silent`) are not measured; they are
-counted as ``silent``.
+Elements whose value the spec leaves open (:func:`.exact.spec_silent`), and the rare inputs whose
+exact value takes mpmath more than ``EVAL_SECONDS`` (``polygamma`` of a huge order, ...), are not
+measured; they are counted as ``silent``.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ ALL_TYPES = FLOAT_TYPES + COMPLEX_TYPES
 SLOW_BINARY = frozenset({"chlo.igamma", "chlo.igammac", "chlo.polygamma", "chlo.zeta"})
 DEFAULT_SAMPLES = 100_000
 SLOW_DIVISOR = 10  # the slow special functions get a tenth of the samples
+EVAL_SECONDS = 2.0  # an input whose exact value takes longer is not measured (counted as silent)
 
 
 def op_arity(op: str) -> int:
@@ -290,6 +292,7 @@ def measure_op(backends: Sequence, op: str, type_name: str, samples: int = DEFAU
                seed: int = 0) -> tuple[list[Cell], int, float]:
     """The cells of one op on one type, for every backend: ``(cells, inputs, seconds)``."""
     t0 = time.perf_counter()
+    X.EVAL_SECONDS = EVAL_SECONDS
     args = inputs_for(op, type_name, samples, seed)
     rdt = dtype_of(result_type(op, type_name))
     try:
@@ -334,6 +337,7 @@ def measure(backends: Sequence, ops: Iterable[str] | None = None, types: Iterabl
         if progress is not None:
             progress(f"{job[2]:<14} {job[1]:<36} {n:>8} inputs {secs:6.1f}s")
 
+    todo.sort(key=lambda j: j[1] in SLOW_BINARY)  # the slow special functions last (stable otherwise)
     if jobs <= 1 or len(todo) <= 1:
         for job in todo:
             done(job, measure_op(*job))
