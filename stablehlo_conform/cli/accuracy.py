@@ -37,10 +37,12 @@ def _resolve_ops(names):
 @click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False),
               help="Append every cell to this file as soon as it is measured; cells already in it are "
                    "not measured again (a long run can be resumed).")
+@click.option("--render-only", is_flag=True,
+              help="With --jsonl: write the tables of the cells already in it, measuring nothing.")
 @click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1),
               help="Worker processes (each measures whole cells).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path, jobs, quiet):
+def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path, render_only, jobs, quiet):
     """Measure element-wise float math against arbitrary-precision values.
 
     Unary ops run on every value of each 4- to 16-bit type, binary ops on every pair of 4- to
@@ -75,20 +77,26 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
                 sink.write(json.dumps(A.cell_dict(c)) + "\n")
             sink.flush()
 
+    if render_only and not jsonl_path:
+        raise click.UsageError("--render-only needs --jsonl")
     try:
         cells = A.measure(backends, _resolve_ops(ops) if ops else None, types or None, samples, seed, progress,
-                          jobs, known, on_cells)
+                          jobs, known, on_cells, measure_missing=not render_only)
     finally:
         if sink is not None:
             sink.close()
     argv = " ".join(a if " " not in a and "<" not in a else repr(a) for a in sys.argv[1:])
     meta = {"command": f"conform {argv}".strip(), "samples": samples, "seed": seed,
             "backends": list(backends), "seconds": round(time.perf_counter() - start, 1)}
+    if render_only:
+        del meta["seconds"]
+        meta["command"] = meta["command"].replace(" --render-only", "")
     text = A.render_markdown(cells, meta)
     if output:
         with open(output, "w") as f:
             f.write(text + "\n")
-        click.echo(f"wrote {output} ({len(cells)} cells, {meta['seconds'] / 60:.1f} minutes)")
+        took = f", {meta['seconds'] / 60:.1f} minutes" if "seconds" in meta else ""
+        click.echo(f"wrote {output} ({len(cells)} cells{took})")
     else:
         click.echo(text)
     if json_path:
