@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -52,6 +53,7 @@ SLOW_BINARY = frozenset({"chlo.igamma", "chlo.igammac", "chlo.polygamma", "chlo.
 DEFAULT_SAMPLES = 100_000
 SLOW_DIVISOR = 10  # the slow special functions get a tenth of the samples
 EVAL_SECONDS = 2.0  # an input whose exact value takes longer is not measured (counted as silent)
+BACKEND_SECONDS = 120.0  # a backend run of one cell over this time ends the cell as `timeout`
 
 
 def op_arity(op: str) -> int:
@@ -218,7 +220,7 @@ def run_on_backend(backend, op: str, type_name: str, args: Sequence[np.ndarray])
 
     (module,) = load(program_text(op, type_name, args[0].size))
     b = get_backend(backend) if isinstance(backend, str) else backend
-    (out,) = b.run_function(module, "main", list(args))
+    (out,) = b.run_function(module, "main", list(args), SimpleNamespace(timeout=BACKEND_SECONDS))
     return np.asarray(out).reshape(args[0].shape)
 
 
@@ -268,7 +270,7 @@ def measure_cell(backend, op: str, type_name: str, args: Sequence[np.ndarray], e
         actual = run_on_backend(backend, op, type_name, args)
     except Exception as e:  # a backend that rejects the op or type is a finding, not a crash
         status = getattr(e, "status", "error")
-        cell.status = "unsupported" if status == "unsupported" else "error"
+        cell.status = status if status in ("unsupported", "timeout", "crash") else "error"
         cell.message = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
         return cell
     err = errors_of(actual)
@@ -338,7 +340,8 @@ def measure(backends: Sequence, ops: Iterable[str] | None = None, types: Iterabl
         if progress is not None:
             progress(f"{job[2]:<14} {job[1]:<36} {n:>8} inputs {secs:6.1f}s")
 
-    todo.sort(key=lambda j: j[1] in SLOW_BINARY)  # the slow special functions last (stable otherwise)
+    # unary cells first, then binary ones, the slow special functions last (types in order within each)
+    todo.sort(key=lambda j: (op_arity(j[1]) > 1, j[1] in SLOW_BINARY))
     if not measure_missing:
         todo = []
     if jobs <= 1 or len(todo) <= 1:
