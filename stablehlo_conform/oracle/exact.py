@@ -934,6 +934,9 @@ def _make_complex_value(op, d, val, xs):
 
     val.fn, val.args = d.cplx, tuple(_MPC(part(x.real), part(x.imag)) for x in xs)
     val.exact = False  # the stand-ins for zero parts make every evaluation inexact
+    # mpmath's complex functions are accurate relative to |z|, not part by part (atanh of a tiny z
+    # loses the real part): evaluate twice and trust only the bits both evaluations agree on
+    val.checked = True
     return val
 
 
