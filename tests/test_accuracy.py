@@ -82,6 +82,15 @@ def test_cli_writes_markdown_and_json(tmp_path):
     assert "| `sqrt` | CR | CR |" in text and "| `chlo.erf` | CR | CR |" in text
     data = json.loads(js.read_text())
     assert {c["type"] for c in data["cells"]} == {"f4E2M1FN", "f32"} and data["meta"]["samples"] == 200
+    # --jsonl streams the cells; a second run measures nothing again and renders the same tables
+    stream = tmp_path / "cells.jsonl"
+    args = [sys.executable, "-m", "stablehlo_conform.cli", "accuracy", "--op", "sqrt", "--type", "f8E5M2",
+            "--jsonl", stream]
+    first = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert first.returncode == again.returncode == 0
+    assert "f8E5M2" in first.stderr and "f8E5M2" not in again.stderr and first.stdout == again.stdout
+    assert len(stream.read_text().splitlines()) == 1
     bad = subprocess.run([sys.executable, "-m", "stablehlo_conform.cli", "accuracy", "--op", "nonsense"],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2

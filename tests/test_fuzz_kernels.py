@@ -1,5 +1,8 @@
 """Kernel fuzzing: random ops, shapes, element types and values, run on the
 numpy engine and on XLA CPU (in process), compared element by element.
+Single ops under hypothesis (shrinking, a bounded number of examples); whole
+programs and campaigns are ``conform fuzz`` (``harness/fuzzgen.py``, whose op
+and type names this module shares; see tests/test_fuzz_cli.py).
 
 Values stay in ranges where XLA's flushing of subnormals and its
 transcendental approximations cannot matter, so any difference is a bug of
@@ -16,16 +19,16 @@ from hypothesis import strategies as st
 from stablehlo_conform import load
 from stablehlo_conform.compare import compare
 from stablehlo_conform.harness.backends import get_backend
+from stablehlo_conform.harness import fuzzgen
 from stablehlo_conform.harness.cases import Options
+from stablehlo_conform.harness.fuzzgen import dtype_of
+from stablehlo_conform.harness.fuzzgen import tensor as _tensor
 
-INT_TYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-             "ui8": np.uint8, "ui32": np.uint32}
-FLOAT_TYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
-BINARY_ANY = ["add", "subtract", "multiply", "maximum", "minimum"]
-BINARY_INT = ["and", "or", "xor", "shift_left", "shift_right_logical", "shift_right_arithmetic"]
+INT_TYPES = {t: dtype_of(t) for t in ("i8", "i16", "i32", "i64", "ui8", "ui32")}
+FLOAT_TYPES = {t: dtype_of(t) for t in ("f32", "f64", "f16")}
+BINARY_ANY, BINARY_INT, COMPARISONS = list(fuzzgen.BINARY_ANY), list(fuzzgen.BINARY_INT), list(fuzzgen.COMPARISONS)
 UNARY_FLOAT = ["negate", "abs", "floor", "ceil", "round_nearest_even", "round_nearest_afz", "sign",
                "sqrt", "exponential", "tanh", "sine", "cosine"]
-COMPARISONS = ["EQ", "NE", "LT", "LE", "GT", "GE"]
 
 fuzz = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -37,10 +40,6 @@ def _xla():
         return get_backend("xla")
     except Exception as e:  # pragma: no cover
         pytest.skip(f"XLA CPU not available: {e}")
-
-
-def _tensor(shape, name):
-    return "tensor<" + "".join(f"{d}x" for d in shape) + name + ">"
 
 
 @st.composite

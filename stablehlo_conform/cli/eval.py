@@ -226,12 +226,12 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
               help="Run every op alone on every backend: on mismatch (auto), always or never.")
 @click.option("--max-ops", default=300, show_default=True, help="Op runs compared when localising.")
 @click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
-@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
-              help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
 @click.option("--repro-dir", type=click.Path(file_okay=False),
               help="When the backends disagree or one crashes: write a repro bundle into DIR/<program>.")
-def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, accuracy_profile,
-             repro_dir):
+@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+              help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
+def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, repro_dir,
+             accuracy_profile):
     """Run PROGRAM on several backends with the same inputs and compare."""
     from ..harness.backends import BackendUnavailable, check_name, get_backend
     from ..harness.diff import DiffOptions, diff_program, format_report

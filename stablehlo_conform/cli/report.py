@@ -14,12 +14,19 @@ import click
 
 
 def _load_runs(paths):
+    """The runs of PATHS, the shards of one run merged into one (see
+    :func:`~stablehlo_conform.harness.shard.merge_shards`; a merged run with a
+    shard missing is incomplete)."""
     from ..harness.reports import ReportError, load_results
+    from ..harness.shard import merge_shards
 
     try:
-        return [load_results(p) for p in paths]
+        runs, notes = merge_shards([load_results(p) for p in paths])
     except ReportError as e:
         raise click.UsageError(str(e)) from None
+    for note in notes:
+        click.echo(note)
+    return runs
 
 
 def _load_baseline(path):
@@ -43,13 +50,23 @@ def _load_baseline(path):
               help="Mark the tests this baseline lists as known failures.")
 @click.option("--title", default="", help="Title of the HTML page.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the pass table.")
-def report(results, html_path, junit_path, baseline_path, title, quiet):
-    """Reports from RESULTS (files written by 'conform run --json'), e.g. one
-    per backend: a pass table per op family and backend, and optionally an
-    HTML page and JUnit XML."""
+@click.option("--json", "json_path", type=click.Path(dir_okay=False),
+              help="Write the (merged) results as one JSON document.")
+def report(results, html_path, junit_path, baseline_path, title, quiet, json_path):
+    """Reports from RESULTS (files written by 'conform run --json' or
+    'conform fuzz'), e.g. one per backend: a pass table per op family and
+    backend, and optionally an HTML page and JUnit XML. Shards of one run
+    ('--shard K/N') are merged into one run; a missing shard makes the merged
+    run incomplete and every report says so."""
     from ..harness.reports.text import family_table
 
     runs = _load_runs(results)
+    if json_path:
+        import json
+
+        doc = runs[0] if len(runs) == 1 else {"runs": runs}
+        Path(json_path).write_text(json.dumps(doc, indent=1, default=str))
+        click.echo(f"JSON: {json_path}")
     baseline = _load_baseline(baseline_path)
     if not quiet:
         for line in family_table(runs):

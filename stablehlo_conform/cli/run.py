@@ -101,13 +101,16 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Gate on the pass rate of op families, e.g. stablehlo.add=0.9 (repeatable) or 0.95 for all.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write a JUnit XML report.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
-@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
-              help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
 @click.option("--repro-dir", type=click.Path(file_okay=False), expose_value=False, is_eager=False,
               callback=lambda ctx, _p, v: ctx.meta.__setitem__("repro_dir", v),
               help="Write a repro bundle for every test that failed, crashed or timed out into DIR/<test id>.")
+@click.option("--shard", "shard", metavar="K/N", callback=lambda _c, _p, v: _parse_shard(v),
+              help="Run only shard K of N (a test's shard comes from its id); 'conform report' merges the shards.")
+@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+              help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
 def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, pjrt_options, pjrt_device, by_op,
-        max_memory, compare, resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, accuracy_profile):
+        max_memory, compare, resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, accuracy_profile,
+        shard):
     """Run every test in PATHS (files or folders, recursive).
 
     Exit code 0 when the gate passes (by default: every test passed; with
@@ -119,6 +122,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     from ..harness.cases import Options, discover, matches
     from ..harness.gate import Baseline, GateError, parse_min_pass_rates
     from ..harness.runner import Runner
+    from ..harness.shard import in_shard
     from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
 
     try:
@@ -137,7 +141,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     timeout = timeout or None
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout, max_bytes=_memory_budget(max_memory),
-                   pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()))
+                   pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()),
+                   shard=shard)
     if accuracy_profile:
         from ..oracle.classes import accuracy_profile_option
 
@@ -150,6 +155,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
                 "max_bytes": opts.max_bytes, "pattern": pattern,
                 "paths": sorted(str(Path(p).resolve()) for p in paths),
                 "accuracy_profile": str(Path(accuracy_profile).resolve()) if accuracy_profile else None}
+    settings["shard"] = _shard_info(shard, files, settings)
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
     selected: list[dict] = []
     done: set[str] = set()
@@ -174,6 +180,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         stream.write(header_record(settings))
 
     def on_result(rec: dict) -> None:
+        if not in_shard(rec["id"], shard):
+            return
         if not matches(rec["id"], pattern) and not rec["id"].endswith(">"):
             return
         if pattern and rec["id"].endswith(">") and rec["status"] == "pass":
@@ -233,6 +241,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
            "triage": triage_json(groups), "results": selected}
+    doc["shard"] = settings["shard"]
     if not interrupted:
         _write_repro_bundles(selected, opts)
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
@@ -399,6 +408,24 @@ def _write_repro_bundles(results: list[dict], opts) -> None:
             click.echo(f"LOST OUTPUT --repro-dir {printable(folder)}: {type(e).__name__}: {e}", err=True)
             return
         click.echo(f"repro bundles: {len(made)} in {printable(folder)}")
+
+
+def _parse_shard(text):
+    from ..harness.shard import ShardError, parse_shard
+
+    try:
+        return parse_shard(text)
+    except ShardError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _shard_info(shard, files, settings) -> dict | None:
+    """What the shards of one run share: the files (as given) and the
+    settings the results depend on."""
+    from ..harness.shard import shard_info, universe_hash
+
+    same = {k: settings[k] for k in ("backend", "compare", "pattern")}
+    return shard_info(shard, universe_hash([str(f) for f in files], same), len(files))
 
 
 def _memory_budget(mib: float | None) -> int | None:

@@ -41,6 +41,7 @@ class Options:
     infeed: str | None = None
     compare: tuple[str, ...] = ()
     pattern: str | None = None  # -k: only tests whose id matches
+    shard: tuple[int, int] | None = None  # --shard K/N: only the tests of shard K (see harness/shard.py)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -231,6 +232,11 @@ def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> It
         cases = enumerate_file(path)
     if opts.pattern:
         skip = skip | {tid for tid, _m, _f in cases.tests + cases.programs if not matches(tid, opts.pattern)}
+    if opts.shard:
+        from .shard import in_shard
+
+        skip = skip | {tid for tid in [r["id"] for r in cases.errors] + [c[0] for c in cases.tests + cases.programs]
+                       if not in_shard(tid, opts.shard)}
     yield ("loaded", tuple(tid for tid in [r["id"] for r in cases.errors]
                            + [c[0] for c in cases.tests + cases.programs] if tid not in skip))
     for rec in cases.errors:

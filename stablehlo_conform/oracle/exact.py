@@ -730,7 +730,8 @@ class _Value:
     """The cached value of one op at one input: an exact float, or an mpf/mpc with the number of
     trusted bits of each part, refined on demand."""
 
-    __slots__ = ("fixed", "fn", "args", "checked", "exact", "prec", "v", "t", "rounded", "zero_value", "start")
+    __slots__ = ("fixed", "fn", "args", "checked", "exact", "prec", "v", "t", "rounded", "zero_value", "start",
+                 "unknown")
 
     def __init__(self):
         self.fixed = None
@@ -740,6 +741,7 @@ class _Value:
         self.t = None
         self.zero_value = 0.0
         self.start = 64
+        self.unknown = False
         self.checked = self.exact = False
 
     def refine(self):
@@ -779,9 +781,46 @@ def _round_value(val: _Value, fmt: Format):
             else _round_float(r, fmt)
         val.rounded[fmt] = r
         return r
+    try:
+        return _round_refining(val, fmt)
+    except (_EvalTimeout, ValueError, ZeroDivisionError, ArithmeticError, mpmath.libmp.NoConvergence):
+        # not evaluated within EVAL_SECONDS (or mpmath gave up): not measured (see spec_silent)
+        val.fixed, val.unknown = math.nan, True
+        val.rounded[fmt] = _nan_value(fmt)
+        return val.rounded[fmt]
+
+
+class _EvalTimeout(Exception):
+    pass
+
+
+EVAL_SECONDS: float | None = None
+"""When set (``conform accuracy`` sets it), an input whose evaluation takes longer is given up
+and counted as not measured, like the inputs :func:`spec_silent` marks."""
+
+
+def _timed_refine(val: _Value) -> None:
+    if EVAL_SECONDS is None:
+        val.refine()
+        return
+    import signal
+
+    def expire(signum, frame):
+        raise _EvalTimeout
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, EVAL_SECONDS)
+    try:
+        val.refine()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _round_refining(val: _Value, fmt: Format):
     if val.v is None:
         val.start = fmt.p + 40
-        val.refine()
+        _timed_refine(val)
     while True:
         last = val.prec >= _MAX_PREC
         if isinstance(val.v, mpmath.mpc):
@@ -794,7 +833,7 @@ def _round_value(val: _Value, fmt: Format):
             r, amb = _round_part(val.v, fmt, None if last else val.t, val)
         if not amb or last:
             break
-        val.refine()
+        _timed_refine(val)
     val.rounded[fmt] = r
     return r
 
@@ -895,6 +934,9 @@ def _make_complex_value(op, d, val, xs):
 
     val.fn, val.args = d.cplx, tuple(_MPC(part(x.real), part(x.imag)) for x in xs)
     val.exact = False  # the stand-ins for zero parts make every evaluation inexact
+    # mpmath's complex functions are accurate relative to |z|, not part by part (atanh of a tiny z
+    # loses the real part): evaluate twice and trust only the bits both evaluations agree on
+    val.checked = True
     return val
 
 
@@ -904,6 +946,11 @@ def _make_complex_value(op, d, val, xs):
 
 _CACHE: dict[tuple, _Value] = {}
 _CACHE_LIMIT = 4_000_000
+
+
+def clear_cache() -> None:
+    """Forget the values computed so far."""
+    _CACHE.clear()
 
 
 def _columns(args, complex_args: bool):
@@ -1107,6 +1154,7 @@ def ulp_error(actual: np.ndarray, op: str, args: Sequence[np.ndarray], dtype) ->
         _, hi, lo = _complex_abs(args[0], dtype, fmt)
     else:
         shape, vals, inv = _values(op, args)
+        unknown = np.array([v.unknown for v in vals], dtype=bool)[inv].reshape(shape)
         pairs = [_hi_lo(v) for v in vals]
         cplx = kind_of(dtype) == "complex"
         ct = np.complex128 if cplx else np.float64
@@ -1120,7 +1168,10 @@ def ulp_error(actual: np.ndarray, op: str, args: Sequence[np.ndarray], dtype) ->
                          _part_error(a.imag, hi.imag, lo.imag, c.imag, fmt))
     else:
         err = _part_error(np.broadcast_to(a, c.shape), hi, lo, c, fmt)
-    return np.where(spec_silent(op, args, dtype), np.nan, err)
+    silent = spec_silent(op, args, dtype)
+    if op not in _EXACT_F64 and op != _S + "abs":
+        silent = silent | unknown
+    return np.where(silent, np.nan, err)
 
 
 def spec_silent(op: str, args: Sequence[np.ndarray], dtype=None) -> np.ndarray:

@@ -44,7 +44,8 @@ def load_results(path: str | Path) -> dict[str, Any]:
         if stream.header is not None:
             end = stream.end or {}
             doc.update(backend=stream.header["settings"].get("backend"), complete=bool(end.get("complete")),
-                       interrupted=end.get("interrupted"), not_run=end.get("not_run"))
+                       interrupted=end.get("interrupted"), not_run=end.get("not_run"),
+                       shard=stream.header["settings"].get("shard"))
     if isinstance(doc, list):
         doc = {"results": doc}
     if isinstance(doc, dict) and "results" not in doc and "id" in doc:
@@ -66,14 +67,17 @@ def incomplete_note(run: dict) -> str | None:
     that did not finish (interrupted, or a stream without its end)."""
     if run.get("complete", True):
         return None
-    why = f"interrupted by {run['interrupted']}" if run.get("interrupted") else "did not finish"
+    why = (f"interrupted by {run['interrupted']}" if run.get("interrupted")
+           else "merged from shards, not all present" if run.get("missing_shards") else "did not finish")
     nr = run.get("not_run") or {}
     parts = []
     if nr.get("tests"):
         parts.append(f"{nr['tests']} selected tests not run")
     if nr.get("files"):
         parts.append(f"{nr['files']} files not loaded (their tests are not counted)")
-    if not nr:
+    if run.get("missing_shards"):
+        parts.append(f"shards missing: {', '.join(run['missing_shards'])} (their tests are not counted)")
+    elif not nr:
         parts.append("tests not run unknown")
     return f"run INCOMPLETE ({why}): {', '.join(parts) or '0 tests not run'}"
 

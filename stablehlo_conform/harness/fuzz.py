@@ -1,0 +1,164 @@
+"""A differential fuzz campaign (``conform fuzz``).
+
+Programs come from :func:`.fuzzgen.generate`; each runs on every backend in a
+child process per backend (:class:`.reduce.IsolatedBackends`: a crash or a
+hang ends that program, not the campaign), the backends' results are compared
+with :func:`.bundle.compare_outcomes` (the comparison of ``conform diff``
+and ``conform reduce``), and every disagreement or crash is shrunk by
+:func:`.reduce.reduce_program` and written as a repro bundle.
+
+Every program ends as one record in the style of ``conform run --json``
+(``id`` ``fuzz/<seed>/<index>``, ``status`` pass / fail (backends disagree)
+/ crash / timeout / error / unsupported, ``message``, ``family`` (the last op
+of the program, of the reduced program once reduced), ``dtypes``), so
+``conform report`` and ``conform triage`` read a campaign's results like a
+run's, and the shards of a campaign merge like a run's.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .fuzzgen import Program, generate
+
+_OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)")
+_ETYPE = re.compile(r"tensor<(?:[0-9?]+x)*([a-zA-Z0-9]+(?:<[a-z0-9]+>)?)>")
+_QUIET_OPS = {"stablehlo.constant", "stablehlo.return"}
+
+
+def program_signature(text: str) -> tuple[str, str]:
+    """(ops, element types) of a program: the sorted op names it uses
+    (constants and returns aside) and the element types it mentions."""
+    ops = sorted({m for m in _OP.findall(text) if m not in _QUIET_OPS})
+    types = sorted(set(_ETYPE.findall(text)))
+    return ",".join(ops) or "-", ",".join(types) or "-"
+
+
+def classify(outcomes: dict[str, dict], backends: Sequence[str]) -> tuple[str, str, str | None]:
+    """``(status, message, backend)`` of one program's outcomes: a crash or
+    timeout of a backend first, then an error, then a disagreement."""
+    from .bundle import compare_outcomes
+
+    for status in ("crash", "timeout", "error", "unsupported"):
+        for b in backends:
+            o = outcomes[b]
+            if o["status"] == status:
+                return status, f"{b}: {o['message'].strip()[:2000]}", b
+    bad = [c for c in compare_outcomes(outcomes, backends) if c["status"] != "ok"]
+    if bad:
+        c = bad[0]
+        return "fail", f"{c['backend']} vs {c['against']}, result {c['index']}: {c['message']}", c["backend"]
+    return "pass", "", None
+
+
+def _reduce_and_bundle(prog: Program, status: str, backend: str | None, backends: Sequence[str], out_dir: Path,
+                       budget: float, log: Callable[[str], None]) -> dict[str, Any]:
+    from .bundle import write_bundle
+    from .reduce import Property, reduce_program
+
+    prop = Property("disagree") if status == "fail" else Property("crash", target=backend)
+    try:
+        red = reduce_program(prog.text, prog.inputs, backends, prop, budget_s=budget, seed=prog.seed)
+    except Exception as e:  # the reducer failing is reported, not fatal to the campaign
+        log(f"  reduce failed: {type(e).__name__}: {e}")
+        return {"reduced": False, "reduce_error": f"{type(e).__name__}: {e}"}
+    folder = out_dir / f"seed{prog.seed}-{prog.index:06d}"
+    notes = [f"Found by `conform fuzz --seed {prog.seed}`: program {prog.index} ({prog.kind}, "
+             f"{', '.join(prog.element_types)}{', special values on purpose' if prog.special else ''}), "
+             f"reduced from {red.ops_before} to {red.ops_after} ops in {red.seconds:.1f} s "
+             f"({'property held' if red.holds else 'property did NOT hold on the isolated re-run'}"
+             f"{', stopped by the time budget' if red.stopped_by_budget else ''}).",
+             "The generated program and its inputs are `original.mlir` and `original.npz`."]
+    write_bundle(folder, red.text, red.inputs, backends, red.outcomes,
+                 title=f"fuzz seed {prog.seed} program {prog.index}: {prop.describe(list(backends))}", notes=notes)
+    from .inputs import save_npz
+
+    (folder / "original.mlir").write_text(prog.text)
+    save_npz(folder / "original.npz", {f"arg{i}": np.asarray(a) for i, a in enumerate(prog.inputs)})
+    ops, types = program_signature(red.text)
+    last = [m for m in _OP.findall(red.text) if m not in _QUIET_OPS]
+    return {"reduced": True, "family": last[-1] if last else "-", "bundle": str(folder),
+            "ops_before": red.ops_before, "ops_after": red.ops_after,
+            "reduced_ops": ops, "reduced_types": types, "reduce_seconds": round(red.seconds, 2),
+            "still_holds": red.holds}
+
+
+def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | Path | None,
+                 shard: tuple[int, int] | None = None, budget: float = 30.0, timeout: float = 60.0,
+                 reduce: bool = True, log: Callable[[str], None] = lambda _s: None) -> dict[str, Any]:
+    """Run programs ``indices(count, shard)`` of ``seed``; returns the
+    results document (``results``, ``summary``, ``fuzz``, ``shard``)."""
+    from .reduce import IsolatedBackends
+    from .shard import indices, shard_info
+
+    backends = list(backends)
+    out = Path(out_dir) if out_dir else None
+    t0 = time.monotonic()
+    results: list[dict] = []
+    runners = IsolatedBackends(backends, timeout)
+    timing = {"generate": 0.0, "run": 0.0, "reduce": 0.0}
+    try:
+        for i in indices(count, shard):
+            t = time.monotonic()
+            try:
+                prog = generate(seed, i)
+            except Exception as e:
+                results.append({"id": f"fuzz/{seed}/{i}", "status": "error", "family": "generator",
+                                "message": f"generator: {e}", "backend": ",".join(backends)})
+                continue
+            t1 = time.monotonic()
+            timing["generate"] += t1 - t
+            outcomes = runners.outcomes(prog.text, prog.inputs)
+            timing["run"] += time.monotonic() - t1
+            status, message, culprit = classify(outcomes, backends)
+            ops, types = program_signature(prog.text)
+            rec: dict[str, Any] = {"id": prog.id, "status": status, "message": message, "kind": prog.kind,
+                                   "family": (prog.ops or ["stablehlo.convert"])[-1], "dtypes": prog.element_types,
+                                   "ops": ops, "backend": ",".join(backends), "special_inputs": prog.special}
+            if status != "pass":
+                log(f"{prog.id} {status.upper()} ({prog.kind}, {', '.join(prog.element_types)}): "
+                    f"{message.splitlines()[0][:160] if message else ''}")
+            if status in ("fail", "crash", "timeout") and out is not None and reduce:
+                t2 = time.monotonic()
+                rec.update(_reduce_and_bundle(prog, status if status == "fail" else "crash", culprit, backends, out,
+                                              budget, log))
+                timing["reduce"] += time.monotonic() - t2
+                if rec.get("reduced"):
+                    log(f"  reduced {rec['ops_before']} -> {rec['ops_after']} ops ({rec['reduced_ops']}; "
+                        f"{rec['reduced_types']}) in {rec['reduce_seconds']} s: {rec['bundle']}")
+            results.append(rec)
+    finally:
+        runners.close()
+    wall = time.monotonic() - t0
+    universe = f"fuzz seed={seed} count={count}"
+    return {"backend": ",".join(backends), "complete": True, "results": results,
+            "summary": summarize(results), "wall_time": round(wall, 2),
+            "fuzz": {"seed": seed, "count": count, "backends": backends, "budget": budget,
+                     "seconds": {k: round(v, 2) for k, v in timing.items()}},
+            "shard": shard_info(shard, universe, count)}
+
+
+def summarize(results: Sequence[dict]) -> dict[str, Any]:
+    c = Counter(r["status"] for r in results)
+    return {"total": len(results), **{s: c.get(s, 0) for s in ("pass", "fail", "error", "unsupported", "crash",
+                                                                "timeout")}}
+
+
+def groups(results: Sequence[dict]) -> list[tuple[tuple[str, str, str], list[dict]]]:
+    """Non-passing programs grouped by (status, ops, element types) of their
+    reduced program (of the program itself when it was not reduced)."""
+    out: dict[tuple[str, str, str], list[dict]] = {}
+    for r in results:
+        if r["status"] == "pass":
+            continue
+        key = (r["status"], r.get("reduced_ops") or r.get("ops", "-"),
+               r.get("reduced_types") or ",".join(r.get("dtypes") or []))
+        out.setdefault(key, []).append(r)
+    return sorted(out.items(), key=lambda kv: (-len(kv[1]), kv[0]))
