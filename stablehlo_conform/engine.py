@@ -55,7 +55,7 @@ _CODES = {"cf.br": _BR, "cf.cond_br": _COND_BR, "cf.switch": _SWITCH, "func.call
 # regions, checks, state, tokens or printed output): computed once where every
 # operand is a constant (see Engine._steps).
 FOLDABLE = frozenset(
-    ["stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant", "stablehlo.iota"]
+    [*LOADED_CONSTANTS, "stablehlo.iota"]
     + ["stablehlo." + n for n in (
         "add subtract multiply divide remainder maximum minimum negate abs sign not and or xor "
         "compare select clamp convert bitcast_convert broadcast_in_dim reshape transpose slice "
@@ -282,7 +282,7 @@ class Engine:
                     results = self.call(op.attrs["callee"].name, args, lanes=lanes)
                 except DepthExceeded as e:
                     raise e.at(op) from None
-                except RecursionError:  # a stack smaller than MAX_DEPTH needs
+                except RecursionError:  # the thread's stack ran out before MAX_DEPTH
                     raise KernelError(name, str(op.loc), "recursion too deep") from None
             else:
                 if fn is None:

@@ -1349,7 +1349,7 @@ def _module_funcs(mod) -> dict[str, Any]:
 def _parse_for_edit(text: str, entry: str):
     st = _bindings()
     ir = st["ir"]
-    mod = ir.Module.parse(rewrite_check_sugar(text))
+    mod = ir.Module.parse(_sugar_free(text))
     funcs = _module_funcs(mod)
     if entry not in funcs:
         raise ParseError(f"no function @{entry} in module")
@@ -1386,7 +1386,7 @@ def count_ops(text: str) -> int:
     st = _bindings()
     ir = st["ir"]
     with st["ctx"], ir.Location.unknown():
-        mod = ir.Module.parse(rewrite_check_sugar(text))
+        mod = ir.Module.parse(_sugar_free(text))
         return sum(1 for f in _module_funcs(mod).values() for o in _entry_ops(f)
                    if not _is_terminator_name(o.name))
 

@@ -240,8 +240,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
-           "triage": triage_json(groups), "results": selected}
-    doc["shard"] = settings["shard"]
+           "triage": triage_json(groups), "shard": settings["shard"], "results": selected}
     if not interrupted:
         _write_repro_bundles(selected, opts)
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
