@@ -192,3 +192,17 @@ def test_eval_infeed_outfeed_and_process_grid(tmp_path):
         assert sums == [[11, 22], [31, 42]]  # each process took one infeed entry
     r = conform("eval", prog, "--inputs", tmp_path / "in.npz", "--num-replicas", "2", "--backend", "xla")
     assert r.returncode == 2
+
+
+def test_unsupported_target_is_named_once_with_its_location(tmp_path):
+    p = tmp_path / "u.mlir"
+    p.write_text("func.func @main() -> tensor<2xf32> {\n"
+                 "  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>\n"
+                 "  %1 = stablehlo.custom_call @no_such_target(%0) : (tensor<2xf32>) -> tensor<2xf32>\n"
+                 "  return %1 : tensor<2xf32>\n}\n")
+    r = conform("eval", p)
+    assert r.returncode == 1
+    err = r.stderr.splitlines()[-1]
+    assert err.startswith("error: unsupported: stablehlo.custom_call")
+    assert "unsupported: unsupported" not in r.stderr
+    assert "no_such_target" in err and err.endswith(f"{p}:3:8")

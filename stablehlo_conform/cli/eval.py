@@ -179,7 +179,8 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
     except InputError as e:
         _fail(str(e))
     except ConformError as e:
-        _fail(f"{e.status}: {e}", 1)
+        text = str(e)
+        _fail(text if text.startswith(f"{e.status}:") else f"{e.status}: {text}", 1)
     wall = time.perf_counter() - t0
     results = tuple(results)
     io_ = getattr(opts, "io", None)
