@@ -60,6 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Expected failures: listed tests that do not pass are xfailed with the reason.")
     group.addoption("--conform-timeout", default=None, type=float, metavar="SECONDS",
                     help="Seconds per test program (default 60, 0: none).")
+    group.addoption("--conform-max-memory", default=None, type=float, metavar="MIB",
+                    help="Memory budget per constant and op result, in MiB (default: a quarter of RAM; 0: none).")
     group.addoption("--conform-accuracy-profile", default=None, metavar="FILE",
                     help="ULP bounds per op and element type (TOML or JSON) for the accuracy classes.")
     parser.addini("conform", type="bool", default=False,
@@ -137,12 +139,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 # loading ----------------------------------------------------------------------
 
 class _Loaded:
-    """The tests and load errors of one file (as ``conform run`` sees them)."""
+    """The tests and load errors of one file (as ``conform run`` sees them:
+    constants over the memory budget are refused while loading)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, max_bytes: int | None):
+        from .frontend import memory_budget
         from .harness.cases import enumerate_file
 
-        cases = enumerate_file(path)
+        with memory_budget(max_bytes):
+            cases = enumerate_file(path)
         self.errors: list[dict] = cases.errors
         self.tests: list[tuple[str, Any, Any]] = [  # (name, module, func)
             (tid.rsplit("::", 1)[1], mod, f) for tid, mod, f in cases.tests]
@@ -154,12 +159,18 @@ _CACHE: OrderedDict[str, _Loaded] = OrderedDict()
 _CACHE_SIZE = 2
 
 
-def _load(path: str) -> _Loaded:
+def _budget(config: pytest.Config) -> int | None:
+    from .harness.cases import memory_budget_bytes
+
+    return memory_budget_bytes(config.getoption("conform_max_memory", None))
+
+
+def _load(path: str, config: pytest.Config) -> _Loaded:
     hit = _CACHE.get(path)
     if hit is not None:
         _CACHE.move_to_end(path)
         return hit
-    loaded = _Loaded(path)
+    loaded = _Loaded(path, _budget(config))
     _CACHE[path] = loaded
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
@@ -170,7 +181,7 @@ class ProgramFile(pytest.File):
     """A StableHLO program file: one item per test function."""
 
     def collect(self):
-        loaded = _load(str(self.path))
+        loaded = _load(str(self.path), self.config)
         for rec in loaded.errors:
             yield ProgramItem.from_parent(self, name=rec["id"].rsplit("::", 1)[1], load_error=rec)
         for name, _mod, func in loaded.tests:
@@ -192,11 +203,7 @@ def _options(config: pytest.Config):
 
     t = config.getoption("conform_timeout")
     timeout = 60.0 if t is None else (t or None)
-    try:
-        budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        budget = None
-    opts = Options(backend=_backend_name(config), timeout=timeout, max_bytes=budget)
+    opts = Options(backend=_backend_name(config), timeout=timeout, max_bytes=_budget(config))
     profile = config.getoption("conform_accuracy_profile", None)
     if profile:
         from .oracle.classes import accuracy_profile_option
@@ -224,7 +231,7 @@ class ProgramItem(pytest.Item):
         else:
             from .harness.cases import run_program, run_test
 
-            loaded = _load(str(self.path))
+            loaded = _load(str(self.path), self.config)
             found = loaded.programs if self.program else loaded.tests
             match = [(m, f) for n, m, f in found if n == self.name]
             if not match:

@@ -9,6 +9,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,3 +116,39 @@ def test_xdist_collects_what_conform_run_runs(tmp_path):
         return tid.split("interpret/", 1)[1]
 
     assert sorted(map(key, items)) == sorted(map(key, expected))
+
+
+def test_max_memory_budget_covers_loading_and_running(tmp_path):
+    """``--conform-max-memory`` is the budget of ``conform run --max-memory``:
+    a 1 MiB constant is refused while loading (file:line:col and size), a
+    4 MiB broadcast while running; without the option both run."""
+    blob = "0x" + np.arange(262144, dtype=np.float32).tobytes().hex().upper()
+    p = tmp_path / "big.mlir"
+    p.write_text(f"""func.func @big_constant() {{
+  %0 = stablehlo.constant dense<"{blob}"> : tensor<262144xf32>
+  %1 = stablehlo.slice %0 [4095:4096] : (tensor<262144xf32>) -> tensor<1xf32>
+  check.expect_eq_const %1, dense<4095.0> : tensor<1xf32>
+  func.return
+}}
+
+// -----
+
+func.func @big_result() {{
+  %0 = stablehlo.constant dense<2.0> : tensor<f32>
+  %1 = stablehlo.broadcast_in_dim %0, dims = [] : (tensor<f32>) -> tensor<1024x1024xf32>
+  %2 = stablehlo.slice %1 [7:8, 9:10] : (tensor<1024x1024xf32>) -> tensor<1x1xf32>
+  check.expect_eq_const %2, dense<2.0> : tensor<1x1xf32>
+  func.return
+}}
+""")
+    small = pytest_run(["-q", "-rA", "--conform-max-memory", "0.5", str(p)])
+    out = small.stdout
+    assert small.returncode == 1, out + small.stderr
+    assert re.search(r"\b2 failed\b", out.strip().splitlines()[-1]), out
+    assert f"{p}:2:" in out
+    assert "constant of type tensor<262144xf32> needs 1.0 MiB, over the memory budget of 0.5 MiB" in out
+    assert f"stablehlo.broadcast_in_dim at {p}:12:8 " in out
+    assert "would allocate 4.0 MiB, over the memory budget of 0.5 MiB" in out
+    free = pytest_run(["-q", str(p)])
+    assert free.returncode == 0, free.stdout + free.stderr
+    assert re.search(r"\b2 passed\b", free.stdout.strip().splitlines()[-1]), free.stdout

@@ -119,7 +119,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     written, 2 on a usage error, 130 / 143 when interrupted by SIGINT /
     SIGTERM (the reports are written and marked incomplete).
     """
-    from ..harness.cases import Options, discover, matches
+    from ..harness.cases import Options, discover, matches, memory_budget_bytes
     from ..harness.gate import Baseline, GateError, parse_min_pass_rates
     from ..harness.runner import Runner
     from ..harness.shard import in_shard
@@ -140,7 +140,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     backend = backend_name(backend, pjrt_options, pjrt_device)
     timeout = timeout or None
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
-    opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout, max_bytes=_memory_budget(max_memory),
+    opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout, max_bytes=memory_budget_bytes(max_memory),
                    pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()),
                    shard=shard)
     if accuracy_profile:
@@ -425,18 +425,6 @@ def _shard_info(shard, files, settings) -> dict | None:
 
     same = {k: settings[k] for k in ("backend", "compare", "pattern")}
     return shard_info(shard, universe_hash([str(f) for f in files], same), len(files))
-
-
-def _memory_budget(mib: float | None) -> int | None:
-    if mib is not None:
-        return int(mib * 2**20) if mib > 0 else None
-    try:
-        import os
-
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        return total // 4
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        return None
 
 
 COMMANDS = [run]

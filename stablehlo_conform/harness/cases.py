@@ -29,6 +29,18 @@ TRIVIAL_OPS = frozenset({
 })
 
 
+def memory_budget_bytes(mib: float | None) -> int | None:
+    """The memory budget of a run in bytes, from a user's MiB (``0``: none;
+    ``None``: the default, a quarter of the machine's RAM, or none where the
+    platform does not say)."""
+    if mib is not None:
+        return int(mib * 2**20) if mib > 0 else None
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return None
+
+
 @dataclass
 class Options:
     backend: str = "numpy"
