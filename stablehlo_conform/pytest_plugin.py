@@ -37,7 +37,6 @@ the worker is restarted and the test reported as crashed). Works with
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
