@@ -141,8 +141,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     timeout = timeout or None
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout,
-                   max_bytes=memory_budget_bytes(max_memory), pattern=pattern, compare=tuple(b.strip() for b in compare.split(",") if b.strip()),
-                   shard=shard)
+                   max_bytes=memory_budget_bytes(max_memory), pattern=pattern,
+                   compare=tuple(b.strip() for b in compare.split(",") if b.strip()), shard=shard)
     if accuracy_profile:
         from ..oracle.classes import accuracy_profile_option
 
