@@ -20,7 +20,7 @@ from .errors import ConformError, KernelError, ResourceError, Timeout, Unsupport
 from .kernels.quantized import dequantize_op_quantize, passes_storage
 from .kernels._blas_threads import one_blas_thread
 from .kernels.registry import Registry, load_all
-from .program import Block, Func, Module, Op, Region
+from .program import Block, Func, Module, Op, Region, walk_ops
 
 # nested function calls and regions one evaluation may be inside of; deeper is
 # taken for a runaway recursion and ends with the location of the op that went
@@ -175,6 +175,10 @@ class Engine:
         self.trace: Callable[[Op, Sequence, tuple], None] | None = None
         self.state: dict[str, Any] = {}  # per-run state for kernels (probes, rng, ...)
         self.fold_constants = True  # reuse the results of FOLDABLE ops on constants
+        # run blocks after their first run as generated functions (see _generate);
+        # False: always step by step (as with a trace or a profile)
+        self.generate_blocks = True
+        self._runners: dict[tuple, tuple[Block, Callable]] = {}
 
     # calls -----------------------------------------------------------
     def func(self, name: str) -> Func:
@@ -210,17 +214,52 @@ class Engine:
                 raise DepthExceeded()
             block_index = 0
             blocks = region.blocks
+            generated = self.generate_blocks and self.trace is None and self.profile is None
             while True:
                 block = blocks[block_index]
+                if generated and len(args) == len(block.args):
+                    run = self._runner(region, block_index, lanes)
+                    if run is not None:
+                        block_index, args = run(env, args)
+                        if block_index < 0:
+                            return args
+                        continue
                 for vid, a in zip(block.args, args):
                     env[vid] = a
                 out = self._run_ops(self._steps(block), env, lanes)
+                block._ran = True
                 if out[0] == "return":
                     return out[1]
                 block_index, args = out[1], out[2]
         finally:
             self.current_env = saved
             self.depth -= 1
+
+    def _runner(self, region: Region, index: int, lanes: bool) -> Callable | None:
+        """Block ``index`` of ``region`` as a generated function bound to this
+        engine (see :func:`_generate`), or None while the block is to run step
+        by step: its first run (which computes the folded results)."""
+        block = region.blocks[index]
+        key = (id(block), lanes, self.deadline is not None, self.max_bytes is not None, self.fold_constants)
+        hit = self._runners.get(key)
+        if hit is not None and hit[0] is block:
+            return hit[1]
+        if not block.__dict__.get("_ran"):
+            return None
+        steps = self._steps(block)
+        registry = self.registry
+        if self.fold_constants and any(
+                s[-1] and (op.__dict__.get("_folded") or (None,))[0] is not registry for op, *s in steps):
+            return None
+        cache = block.__dict__.get("_generated")
+        if cache is None or cache[0] is not registry:
+            cache = block._generated = (registry, {})
+        make = cache[1].get(key[1:])
+        if make is None:
+            make = cache[1][key[1:]] = _generate(region, index, steps, *key[1:])
+        run = make(self)
+        self._runners[key] = (block, run)
+        return run
 
     def _steps(self, block: Block) -> tuple:
         """The block's ops as pre-bound steps, built once per block and registry:
@@ -280,10 +319,9 @@ class Engine:
             if code == _CALL:
                 try:
                     results = self.call(op.attrs["callee"].name, args, lanes=lanes)
-                except DepthExceeded as e:
-                    raise e.at(op) from None
-                except RecursionError:  # the thread's stack ran out before MAX_DEPTH
-                    raise KernelError(name, str(op.loc), "recursion too deep") from None
+                except Exception as e:
+                    _locate(op, _CALL, e)
+                    raise
             else:
                 if fn is None:
                     raise UnsupportedOp(name, loc=str(op.loc))
@@ -297,22 +335,10 @@ class Engine:
                 else:
                     t0 = time.perf_counter() if profile is not None else 0.0
                     try:
-                        if quant is None:
-                            quant = not passes_storage(op)
-                        if quant and not getattr(fn, "quantization_aware", False):
-                            results = dequantize_op_quantize(self, op, fn, args)
-                        else:
-                            results = fn(OpContext(op, self), *args)
-                    except DepthExceeded as e:
-                        raise e.at(op) from None
-                    except ConformError:
+                        results = _run_kernel(self, op, fn, OpContext(op, self), quant, args)
+                    except Exception as e:
+                        _locate(op, _KERNEL, e)
                         raise
-                    except RecursionError:
-                        raise KernelError(name, str(op.loc), "recursion too deep") from None
-                    except MemoryError:
-                        raise ResourceError(f"{name} at {op.loc}: out of memory") from None
-                    except Exception as e:  # a kernel bug or an unsupported case
-                        raise KernelError(name, str(op.loc), f"{type(e).__name__}: {e}") from e
                     if profile is not None:
                         rec = profile.setdefault(name, [0, 0.0])
                         rec[0] += 1
@@ -382,13 +408,7 @@ class Engine:
         return tuple(results)
 
     def _guard_memory(self, op: Op) -> None:
-        total = op.__dict__.get("_result_bytes")
-        if total is None:
-            # a constant's value exists already (checked against the budget when
-            # loaded; a splat is a view): running the op allocates nothing
-            total = op._result_bytes = 0 if op.name in LOADED_CONSTANTS else sum(
-                (ty.num_elements() or 0) * ty.dtype.itemsize
-                for ty in op.result_types if isinstance(ty, T.TensorType) and ty.is_static)
+        total = _result_bytes(op)
         if total > self.max_bytes:
             raise ResourceError(
                 f"{op.name} at {op.loc} would allocate {total / 2**20:.1f} MiB, "
@@ -398,6 +418,191 @@ class Engine:
     # checks ----------------------------------------------------------
     def record_check(self, ok: bool, message: str, op: Op) -> None:
         self.checks.append((ok, message, str(op.loc)))
+
+
+def _result_bytes(op: Op) -> int:
+    """Bytes the static tensor results of ``op`` take (cached on the op)."""
+    total = op.__dict__.get("_result_bytes")
+    if total is None:
+        # a constant's value exists already (checked against the budget when
+        # loaded; a splat is a view): running the op allocates nothing
+        total = op._result_bytes = 0 if op.name in LOADED_CONSTANTS else sum(
+            (ty.num_elements() or 0) * ty.dtype.itemsize
+            for ty in op.result_types if isinstance(ty, T.TensorType) and ty.is_static)
+    return total
+
+
+def _run_kernel(engine: "Engine", op: Op, fn: Callable, ctx: OpContext, quant: bool | None, args) -> Any:
+    """``fn`` on ``args``, through ``dequantize_op_quantize`` where the op has
+    quantized types its kernel does not handle itself (spec.md#dequantize_op_quantize)."""
+    if quant is None:
+        quant = not passes_storage(op)
+    if quant and not getattr(fn, "quantization_aware", False):
+        return dequantize_op_quantize(engine, op, fn, args)
+    return fn(ctx, *args)
+
+
+def _locate(op: Op, code: int, e: Exception) -> None:
+    """Raise what exception ``e`` of a kernel or call of ``op`` becomes; return
+    when it is to propagate as it is."""
+    if isinstance(e, DepthExceeded):
+        raise e.at(op) from None
+    if isinstance(e, ConformError):
+        return
+    if isinstance(e, RecursionError):  # the thread's stack ran out before MAX_DEPTH
+        raise KernelError(op.name, str(op.loc), "recursion too deep") from None
+    if code != _KERNEL:
+        return
+    if isinstance(e, MemoryError):
+        raise ResourceError(f"{op.name} at {op.loc}: out of memory") from None
+    # a kernel bug or an unsupported case
+    raise KernelError(op.name, str(op.loc), f"{type(e).__name__}: {e}") from e
+
+
+# --------------------------------------------------------------------------- #
+# blocks as generated functions
+# --------------------------------------------------------------------------- #
+
+# ops that read their operands from the slot dictionary themselves
+_SLOT_READERS = frozenset({"cf.cond_br", "cf.switch"})
+
+
+def _escaping(region: Region, index: int) -> set[int]:
+    """Values of block ``index`` that something other than the block's own
+    ops reads from the slot dictionary: ops of nested regions, of the
+    region's other blocks, ``cf.cond_br`` and ``cf.switch``."""
+    block = region.blocks[index]
+    defined = set(block.args)
+    for op in block.ops:
+        defined.update(op.results)
+    own = {id(op) for op in block.ops}
+    used: set[int] = set()
+    for op in walk_ops(region):
+        if id(op) not in own or op.name in _SLOT_READERS:
+            used.update(op.operands)
+    return defined & used
+
+
+def _generate(region: Region, index: int, steps: tuple, lanes: bool, timed: bool, guarded: bool,
+              fold: bool) -> Callable:
+    """One function running block ``index`` of ``region``, generated and compiled.
+
+    It does what :meth:`Engine._run_ops` does for these ``steps`` with the
+    engine's settings resolved: values read and written only by the block's
+    own ops are local variables (the others go through the slot dictionary),
+    results of folded ops are constants, each kernel is called directly with
+    its context, and its results are checked against the declared types
+    inline (the full check of :meth:`Engine._validate` runs only when the
+    inline one does not pass). Returns ``make(engine) -> run(env, args)``;
+    ``run`` returns ``(-1, results)`` at a return and ``(block, args)`` at a
+    branch.
+    """
+    block = region.blocks[index]
+    slots = _escaping(region, index)
+    ns: dict[str, Any] = {"nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic}
+    consts: set[int] = set()
+    make: list[str] = []
+    code: list[str] = []
+    located: dict[int, tuple[Op, int]] = {}
+
+    def ref(v: int) -> str:
+        if v in consts:
+            return f"F{v}"
+        return f"v{v}" if v in defined else f"env[{v}]"
+
+    def refs(vs) -> str:
+        return "".join(ref(v) + ", " for v in vs)
+
+    def bind(vs, expr: str) -> None:
+        if len(vs) == 1:
+            (v,) = vs
+            code.append(f"{f'env[{v}] = ' if v in slots else ''}v{v} = {expr}[0]")
+            return
+        code.append(f"{', '.join(f'v{v}' for v in vs)}, = {expr}")
+        code.extend(f"env[{v}] = v{v}" for v in vs if v in slots)
+
+    defined = set(block.args)
+    if block.args:
+        code.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
+        code.extend(f"env[{v}] = v{v}" for v in block.args if v in slots)
+    for i, (op, kind, name, fn, operands, results, quant, foldable) in enumerate(steps):
+        ns[f"o{i}"] = op
+        if timed:
+            code.append(f"if _mono() > eng.deadline: _late(o{i})")
+        if kind == _RETURN:
+            code.append(f"return -1, ({refs(operands)})")
+            break
+        if kind == _BR:
+            code.append(f"return {op.successors[0]}, ({refs(operands)})")
+            break
+        if kind in (_COND_BR, _SWITCH):
+            located[i] = (op, kind)
+            code.append(f"_i = {i}")
+            code.append(f"_, s, a = eng.{'_cond_br' if kind == _COND_BR else '_switch'}(o{i}, env)")
+            code.append("return s, a")
+            break
+        if kind == _CALL:
+            located[i] = (op, kind)
+            code += [f"_i = {i}", f"r = eng.call({op.attrs['callee'].name!r}, [{refs(operands)}], lanes={lanes})"]
+            defined.update(results)
+            bind(results, "r")
+            continue
+        if fn is None:
+            code.append(f"_unsupported(o{i})")
+            break
+        if guarded and _result_bytes(op) > 0:
+            code.append(f"if {_result_bytes(op)} > eng.max_bytes: eng._guard_memory(o{i})")
+        if fold and foldable:
+            for v, value in zip(results, op._folded[1]):
+                ns[f"F{v}"] = value
+                consts.add(v)
+                if v in slots:
+                    code.append(f"env[{v}] = F{v}")
+            continue
+        located[i] = (op, _KERNEL)
+        ns[f"k{i}"] = fn
+        make.append(f"c{i} = Ctx(o{i}, eng)")
+        code.append(f"_i = {i}")
+        if quant is False or (quant and getattr(fn, "quantization_aware", False)):
+            code.append(f"r = k{i}(c{i}, {refs(operands)})")
+        else:
+            code.append(f"r = _run_kernel(eng, o{i}, k{i}, c{i}, {quant}, [{refs(operands)}])")
+        checks = [f"r.__class__ is tuple and len(r) == {len(results)}"]
+        for j, (dt, shape) in enumerate(_expectations(op)):
+            if dt is None:
+                checks = ["False"]
+                break
+            ns[f"D{i}_{j}"], ns[f"S{i}_{j}"] = dt, shape
+            checks.append(f"(x := r[{j}]).__class__ is nd and (x.dtype is D{i}_{j} or x.dtype == D{i}_{j})"
+                          + ("" if lanes else f" and x.shape == S{i}_{j}"))
+        code.append(f"if not ({' and '.join(checks)}): r = eng._validate(o{i}, r, {lanes})")
+        defined.update(results)
+        if results:
+            bind(results, "r")
+    else:
+        code.append("return -1, ()")
+
+    def fail(i: int, e: Exception) -> None:
+        if i in located:
+            _locate(*located[i], e)
+
+    ns.update(_late=_late, _unsupported=_unsupported, _run_kernel=_run_kernel, _fail=fail)
+    src = "\n".join(
+        ["def make(eng):"] + [f"    {line}" for line in make]
+        + ["    def run(env, args):", "        _i = -1", "        try:"]
+        + [f"            {line}" for line in code]
+        + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
+           "    return run"])
+    exec(compile(src, f"<block {block.ops[0].loc if block.ops else '?'}>", "exec"), ns)
+    return ns["make"]
+
+
+def _late(op: Op) -> None:
+    raise Timeout(f"timed out at {op.name} ({op.loc})")
+
+
+def _unsupported(op: Op) -> None:
+    raise UnsupportedOp(op.name, loc=str(op.loc))
 
 
 def _expectations(op: Op) -> tuple:
