@@ -227,7 +227,7 @@ class Engine:
                 for vid, a in zip(block.args, args):
                     env[vid] = a
                 out = self._run_ops(self._steps(block), env, lanes)
-                block._ran = True
+                block._runs = block.__dict__.get("_runs", 0) + 1
                 if out[0] == "return":
                     return out[1]
                 block_index, args = out[1], out[2]
@@ -238,18 +238,19 @@ class Engine:
     def _runner(self, region: Region, index: int, lanes: bool) -> Callable | None:
         """Block ``index`` of ``region`` as a generated function bound to this
         engine (see :func:`_generate`), or None while the block is to run step
-        by step: its first run (which computes the folded results)."""
+        by step: its first runs (which compute the folded results), as many
+        as it takes for the time saved to pay for generating the function
+        (:data:`OPS_PER_STEPWISE_RUN` ops per run)."""
         block = region.blocks[index]
         key = (id(block), lanes, self.deadline is not None, self.max_bytes is not None, self.fold_constants)
         hit = self._runners.get(key)
         if hit is not None and hit[0] is block:
             return hit[1]
-        if not block.__dict__.get("_ran"):
+        if block.__dict__.get("_runs", 0) * OPS_PER_STEPWISE_RUN <= len(block.ops):
             return None
-        steps = self._steps(block)
         registry = self.registry
-        if self.fold_constants and any(
-                s[-1] and (op.__dict__.get("_folded") or (None,))[0] is not registry for op, *s in steps):
+        steps = self._steps(block)
+        if self.fold_constants and not all(_folded_results(op, registry) for op, *_, fold in steps if fold):
             return None
         cache = block.__dict__.get("_generated")
         if cache is None or cache[0] is not registry:
@@ -327,9 +328,9 @@ class Engine:
                     raise UnsupportedOp(name, loc=str(op.loc))
                 if max_bytes is not None:
                     self._guard_memory(op)
-                folded = op.__dict__.get("_folded") if fold and fold_constants else None
-                if folded is not None and folded[0] is registry:
-                    results = folded[1]
+                folded = _folded_results(op, registry) if fold and fold_constants else None
+                if folded is not None:
+                    results = folded
                     if profile is not None:
                         profile.setdefault(name, [0, 0.0])[0] += 1
                 else:
@@ -380,9 +381,7 @@ class Engine:
         return ("branch", op.successors[0], tuple(default_args))
 
     def _validate(self, op: Op, results: Any, lanes: bool) -> tuple:
-        expect = op.__dict__.get("_expect")
-        if expect is None:
-            expect = op._expect = _expectations(op)
+        expect = _expectations(op)
         if type(results) is tuple and len(results) == len(expect):
             for v, (dt, shape) in zip(results, expect):
                 if dt is None or type(v) is not np.ndarray or v.dtype != dt or (
@@ -418,6 +417,13 @@ class Engine:
     # checks ----------------------------------------------------------
     def record_check(self, ok: bool, message: str, op: Op) -> None:
         self.checks.append((ok, message, str(op.loc)))
+
+
+def _folded_results(op: Op, registry: Registry) -> tuple | None:
+    """The results of folded ``op`` computed with ``registry``'s kernels, if
+    computed yet."""
+    folded = op.__dict__.get("_folded")
+    return folded[1] if folded is not None and folded[0] is registry else None
 
 
 def _result_bytes(op: Op) -> int:
@@ -462,6 +468,10 @@ def _locate(op: Op, code: int, e: Exception) -> None:
 # --------------------------------------------------------------------------- #
 # blocks as generated functions
 # --------------------------------------------------------------------------- #
+
+# a block runs step by step once per this many of its ops before it is generated
+# (generating costs about as much as this many step-by-step runs save)
+OPS_PER_STEPWISE_RUN = 64
 
 # ops that read their operands from the slot dictionary themselves
 _SLOT_READERS = frozenset({"cf.cond_br", "cf.switch"})
@@ -607,14 +617,18 @@ def _unsupported(op: Op) -> None:
 
 def _expectations(op: Op) -> tuple:
     """Per result: (dtype, shape) for a static tensor type, else (None, None)
-    (checked the long way)."""
+    (checked the long way); cached on the op."""
+    expect = op.__dict__.get("_expect")
+    if expect is not None:
+        return expect
     out = []
     for ty in op.result_types:
         if isinstance(ty, T.TensorType) and ty.is_static and not ty.element.quantized:
             out.append((ty.dtype, tuple(ty.shape)))
         else:
             out.append((None, None))
-    return tuple(out)
+    expect = op._expect = tuple(out)
+    return expect
 
 
 def run_function(module: Module, name: str, args: Sequence[Any] = (), **kw: Any) -> tuple:
