@@ -175,8 +175,8 @@ class Engine:
         self.trace: Callable[[Op, Sequence, tuple], None] | None = None
         self.state: dict[str, Any] = {}  # per-run state for kernels (probes, rng, ...)
         self.fold_constants = True  # reuse the results of FOLDABLE ops on constants
-        # run blocks after their first run as generated functions (see _generate);
-        # False: always step by step (as with a trace or a profile)
+        # run blocks after their first runs as generated functions (see _generate);
+        # False: always step by step (as with a trace or without folding)
         self.generate_blocks = True
         self._runners: dict[tuple, tuple[Block, Callable]] = {}
 
@@ -214,11 +214,12 @@ class Engine:
                 raise DepthExceeded()
             block_index = 0
             blocks = region.blocks
-            generated = self.generate_blocks and self.trace is None and self.profile is None
+            generated = self.generate_blocks and self.trace is None and self.fold_constants
             while True:
                 block = blocks[block_index]
                 if generated and len(args) == len(block.args):
-                    run = self._runner(region, block_index, lanes)
+                    hit = self._runners.get((id(block), lanes))
+                    run = hit[1] if hit is not None and hit[0] is block else self._runner(region, block_index, lanes)
                     if run is not None:
                         block_index, args = run(env, args)
                         if block_index < 0:
@@ -242,24 +243,20 @@ class Engine:
         as it takes for the time saved to pay for generating the function
         (:data:`OPS_PER_STEPWISE_RUN` ops per run)."""
         block = region.blocks[index]
-        key = (id(block), lanes, self.deadline is not None, self.max_bytes is not None, self.fold_constants)
-        hit = self._runners.get(key)
-        if hit is not None and hit[0] is block:
-            return hit[1]
         if block.__dict__.get("_runs", 0) * OPS_PER_STEPWISE_RUN <= len(block.ops):
             return None
         registry = self.registry
         steps = self._steps(block)
-        if self.fold_constants and not all(_folded_results(op, registry) for op, *_, fold in steps if fold):
+        if not all(_folded_results(op, registry) for op, *_, fold in steps if fold):
             return None
         cache = block.__dict__.get("_generated")
         if cache is None or cache[0] is not registry:
             cache = block._generated = (registry, {})
-        make = cache[1].get(key[1:])
+        make = cache[1].get(lanes)
         if make is None:
-            make = cache[1][key[1:]] = _generate(region, index, steps, *key[1:])
+            make = cache[1][lanes] = _generate(region, index, steps, lanes)
         run = make(self)
-        self._runners[key] = (block, run)
+        self._runners[id(block), lanes] = (block, run)
         return run
 
     def _steps(self, block: Block) -> tuple:
@@ -493,23 +490,23 @@ def _escaping(region: Region, index: int) -> set[int]:
     return defined & used
 
 
-def _generate(region: Region, index: int, steps: tuple, lanes: bool, timed: bool, guarded: bool,
-              fold: bool) -> Callable:
+def _generate(region: Region, index: int, steps: tuple, lanes: bool) -> Callable:
     """One function running block ``index`` of ``region``, generated and compiled.
 
-    It does what :meth:`Engine._run_ops` does for these ``steps`` with the
-    engine's settings resolved: values read and written only by the block's
+    It does what :meth:`Engine._run_ops` does for these ``steps`` (folding
+    on, no trace) with what is known before running resolved: values read and written only by the block's
     own ops are local variables (the others go through the slot dictionary),
     results of folded ops are constants, each kernel is called directly with
     its context, and its results are checked against the declared types
     inline (the full check of :meth:`Engine._validate` runs only when the
-    inline one does not pass). Returns ``make(engine) -> run(env, args)``;
+    inline one does not pass). The engine's deadline, memory budget and
+    profile are read when the function starts. Returns ``make(engine) -> run(env, args)``;
     ``run`` returns ``(-1, results)`` at a return and ``(block, args)`` at a
     branch.
     """
     block = region.blocks[index]
     slots = _escaping(region, index)
-    ns: dict[str, Any] = {"nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic}
+    ns: dict[str, Any] = {"nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic, "_clock": time.perf_counter}
     consts: set[int] = set()
     make: list[str] = []
     code: list[str] = []
@@ -537,8 +534,7 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool, timed: bool
         code.extend(f"env[{v}] = v{v}" for v in block.args if v in slots)
     for i, (op, kind, name, fn, operands, results, quant, foldable) in enumerate(steps):
         ns[f"o{i}"] = op
-        if timed:
-            code.append(f"if _mono() > eng.deadline: _late(o{i})")
+        code.append(f"if deadline is not None and _mono() > deadline: _late(o{i})")
         if kind == _RETURN:
             code.append(f"return -1, ({refs(operands)})")
             break
@@ -560,9 +556,10 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool, timed: bool
         if fn is None:
             code.append(f"_unsupported(o{i})")
             break
-        if guarded and _result_bytes(op) > 0:
-            code.append(f"if {_result_bytes(op)} > eng.max_bytes: eng._guard_memory(o{i})")
-        if fold and foldable:
+        if _result_bytes(op) > 0:
+            code.append(f"if max_bytes is not None and {_result_bytes(op)} > max_bytes: eng._guard_memory(o{i})")
+        if foldable:
+            code.append(f"if prof is not None: prof.setdefault({name!r}, [0, 0.0])[0] += 1")
             for v, value in zip(results, op._folded[1]):
                 ns[f"F{v}"] = value
                 consts.add(v)
@@ -573,10 +570,13 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool, timed: bool
         ns[f"k{i}"] = fn
         make.append(f"c{i} = Ctx(o{i}, eng)")
         code.append(f"_i = {i}")
+        code.append("t0 = 0.0 if prof is None else _clock()")
         if quant is False or (quant and getattr(fn, "quantization_aware", False)):
             code.append(f"r = k{i}(c{i}, {refs(operands)})")
         else:
             code.append(f"r = _run_kernel(eng, o{i}, k{i}, c{i}, {quant}, [{refs(operands)}])")
+        code += ["if prof is not None:", f"    p = prof.setdefault({name!r}, [0, 0.0])", "    p[0] += 1",
+                 "    p[1] += _clock() - t0"]
         checks = [f"r.__class__ is tuple and len(r) == {len(results)}"]
         for j, (dt, shape) in enumerate(_expectations(op)):
             if dt is None:
@@ -599,7 +599,8 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool, timed: bool
     ns.update(_late=_late, _unsupported=_unsupported, _run_kernel=_run_kernel, _fail=fail)
     src = "\n".join(
         ["def make(eng):"] + [f"    {line}" for line in make]
-        + ["    def run(env, args):", "        _i = -1", "        try:"]
+        + ["    def run(env, args):", "        _i = -1", "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile",
+           "        try:"]
         + [f"            {line}" for line in code]
         + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
            "    return run"])

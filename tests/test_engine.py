@@ -391,6 +391,19 @@ def test_generated_block_names_a_failing_kernel_and_its_location():
     assert isinstance(e.value.__cause__, ValueError)
 
 
+def test_generated_blocks_count_calls_in_the_profile_as_the_stepwise_path():
+    mod = _module(NESTED)
+    counts = []
+    for generate in (False, True, True):
+        eng = Engine(mod, BASE, profile={})
+        eng.generate_blocks = generate
+        eng.call("f", (np.array(6, np.int64),))
+        counts.append({name: rec[0] for name, rec in eng.profile.items()})
+        assert all(rec[1] >= 0.0 for rec in eng.profile.values())
+    assert eng._runners and counts[0] == counts[1] == counts[2]
+    assert counts[0]["stablehlo.constant"] == 2 and counts[0]["stablehlo.add"] == 6 + 4
+
+
 def test_generated_block_keeps_the_memory_budget():
     text = """
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
