@@ -183,8 +183,7 @@ def test_registry_overrides_do_not_touch_the_table():
         KERNELS.register("stablehlo.constant", lambda op: ())
 
 
-def test_cf_branches_with_block_arguments():
-    text = """
+FACT = """
 func.func @fact(%n: tensor<i64>) -> tensor<i64> {
   %one = stablehlo.constant dense<1> : tensor<i64>
   cf.br ^loop(%n, %one : tensor<i64>, tensor<i64>)
@@ -200,11 +199,14 @@ func.func @fact(%n: tensor<i64>) -> tensor<i64> {
 ^exit(%r: tensor<i64>):
   func.return %r : tensor<i64>
 }"""
+
+
+def test_cf_branches_with_block_arguments():
     reg = BASE.with_overrides({
         "stablehlo.multiply": lambda op, a, b: (np.asarray(a * b, dtype=op.result_dtype(0)),),
         "tensor.extract": lambda op, t, *idx: (np.asarray(t)[()],),
     })
-    eng = Engine(_module(text), reg)
+    eng = Engine(_module(FACT), reg)
     (out,) = eng.call("fact", (np.array(5, np.int64),))
     assert int(out) == 120
 
@@ -338,23 +340,7 @@ def test_generated_loop_body_hands_its_values_to_nested_regions():
 
 
 def test_generated_cf_blocks_match_the_stepwise_path():
-    text = """
-func.func @fact(%n: tensor<i64>) -> tensor<i64> {
-  %one = stablehlo.constant dense<1> : tensor<i64>
-  cf.br ^loop(%n, %one : tensor<i64>, tensor<i64>)
-^loop(%i: tensor<i64>, %acc: tensor<i64>):
-  %done = stablehlo.compare LT, %i, %one : (tensor<i64>, tensor<i64>) -> tensor<i1>
-  %d = tensor.extract %done[] : tensor<i1>
-  cf.cond_br %d, ^exit(%acc : tensor<i64>), ^body
-^body:
-  %acc2 = stablehlo.multiply %acc, %i : tensor<i64>
-  %m = stablehlo.constant dense<-1> : tensor<i64>
-  %i2 = stablehlo.add %i, %m : tensor<i64>
-  cf.br ^loop(%i2, %acc2 : tensor<i64>, tensor<i64>)
-^exit(%r: tensor<i64>):
-  func.return %r : tensor<i64>
-}"""
-    mod = _module(text)
+    mod = _module(FACT)
     assert _assert_generated_matches_stepwise(mod, "fact", (np.array(6, np.int64),))
     assert int(Engine(mod).call("fact", (np.array(6, np.int64),))[0]) == 720
 
