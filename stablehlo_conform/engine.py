@@ -4,6 +4,13 @@ One dispatch loop. Values live in a flat slot dictionary per function call
 (value ids are unique within a module, so nested regions write their block
 arguments and results into the same dictionary and can read values defined
 above them). Region bodies become Python callables handed to kernels.
+
+A block that has run step by step (which computes the results of ops folded
+on constants) runs after that as one generated Python function doing the
+same steps: kernels called directly, block-private values in local
+variables, folded results as constants, result types checked inline. Loops
+of small ops then cost little more than their kernels. A trace, or
+``generate_blocks = False``, keeps every block step by step.
 """
 
 from __future__ import annotations
@@ -304,7 +311,7 @@ class Engine:
         fold_constants = self.fold_constants
         for op, code, name, fn, operands, result_ids, quant, fold in steps:
             if deadline is not None and time.monotonic() > deadline:
-                raise Timeout(f"timed out at {name} ({op.loc})")
+                _late(op)
             if code == _RETURN:
                 return ("return", tuple(env[v] for v in operands))
             if code == _BR:
@@ -322,7 +329,7 @@ class Engine:
                     raise
             else:
                 if fn is None:
-                    raise UnsupportedOp(name, loc=str(op.loc))
+                    _unsupported(op)
                 if max_bytes is not None:
                     self._guard_memory(op)
                 folded = _folded_results(op, registry) if fold and fold_constants else None
@@ -494,19 +501,21 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool) -> Callable
     """One function running block ``index`` of ``region``, generated and compiled.
 
     It does what :meth:`Engine._run_ops` does for these ``steps`` (folding
-    on, no trace) with what is known before running resolved: values read and written only by the block's
-    own ops are local variables (the others go through the slot dictionary),
-    results of folded ops are constants, each kernel is called directly with
-    its context, and its results are checked against the declared types
-    inline (the full check of :meth:`Engine._validate` runs only when the
-    inline one does not pass). The engine's deadline, memory budget and
-    profile are read when the function starts. Returns ``make(engine) -> run(env, args)``;
-    ``run`` returns ``(-1, results)`` at a return and ``(block, args)`` at a
-    branch.
+    on, no trace) with all that is known before running resolved: values
+    read and written only by the block's own ops are local variables (the
+    others go through the slot dictionary), results of folded ops are
+    constants, each kernel is called directly with its context, and its
+    results are checked against the declared types inline (the full check of
+    :meth:`Engine._validate` runs where the inline one does not pass). The
+    engine's deadline, memory budget and profile are read when the function
+    starts. Returns ``make(engine) -> run(env, args)``; ``run`` returns
+    ``(-1, results)`` at a return and ``(block, args)`` at a branch.
     """
     block = region.blocks[index]
     slots = _escaping(region, index)
-    ns: dict[str, Any] = {"nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic, "_clock": time.perf_counter}
+    ns: dict[str, Any] = {"nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic,
+                          "_clock": time.perf_counter, "_late": _late, "_unsupported": _unsupported,
+                          "_run_kernel": _run_kernel}
     consts: set[int] = set()
     make: list[str] = []
     code: list[str] = []
@@ -543,9 +552,8 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool) -> Callable
             break
         if kind in (_COND_BR, _SWITCH):
             located[i] = (op, kind)
-            code.append(f"_i = {i}")
-            code.append(f"_, s, a = eng.{'_cond_br' if kind == _COND_BR else '_switch'}(o{i}, env)")
-            code.append("return s, a")
+            code += [f"_i = {i}", f"_, s, a = eng.{'_cond_br' if kind == _COND_BR else '_switch'}(o{i}, env)",
+                     "return s, a"]
             break
         if kind == _CALL:
             located[i] = (op, kind)
@@ -569,8 +577,7 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool) -> Callable
         located[i] = (op, _KERNEL)
         ns[f"k{i}"] = fn
         make.append(f"c{i} = Ctx(o{i}, eng)")
-        code.append(f"_i = {i}")
-        code.append("t0 = 0.0 if prof is None else _clock()")
+        code += [f"_i = {i}", "t0 = 0.0 if prof is None else _clock()"]
         if quant is False or (quant and getattr(fn, "quantization_aware", False)):
             code.append(f"r = k{i}(c{i}, {refs(operands)})")
         else:
@@ -596,11 +603,11 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool) -> Callable
         if i in located:
             _locate(*located[i], e)
 
-    ns.update(_late=_late, _unsupported=_unsupported, _run_kernel=_run_kernel, _fail=fail)
+    ns["_fail"] = fail
     src = "\n".join(
         ["def make(eng):"] + [f"    {line}" for line in make]
-        + ["    def run(env, args):", "        _i = -1", "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile",
-           "        try:"]
+        + ["    def run(env, args):", "        _i = -1",
+           "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile", "        try:"]
         + [f"            {line}" for line in code]
         + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
            "    return run"])
