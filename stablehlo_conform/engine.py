@@ -4,6 +4,13 @@ One dispatch loop. Values live in a flat slot dictionary per function call
 (value ids are unique within a module, so nested regions write their block
 arguments and results into the same dictionary and can read values defined
 above them). Region bodies become Python callables handed to kernels.
+
+A block that has run step by step (which computes the results of ops folded
+on constants) runs after that as one generated Python function doing the
+same steps: kernels called directly, block-private values in local
+variables, folded results as constants, result types checked inline. Loops
+of small ops then cost little more than their kernels. A trace, or
+``generate_blocks = False``, keeps every block step by step.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from .errors import ConformError, KernelError, ResourceError, Timeout, Unsupport
 from .kernels.quantized import dequantize_op_quantize, passes_storage
 from .kernels._blas_threads import one_blas_thread
 from .kernels.registry import Registry, load_all
-from .program import Block, Func, Module, Op, Region
+from .program import Block, Func, Module, Op, Region, walk_ops
 
 # nested function calls and regions one evaluation may be inside of; deeper is
 # taken for a runaway recursion and ends with the location of the op that went
@@ -175,6 +182,10 @@ class Engine:
         self.trace: Callable[[Op, Sequence, tuple], None] | None = None
         self.state: dict[str, Any] = {}  # per-run state for kernels (probes, rng, ...)
         self.fold_constants = True  # reuse the results of FOLDABLE ops on constants
+        # run blocks after their first runs as generated functions (see _generate);
+        # False: always step by step (as with a trace or without folding)
+        self.generate_blocks = True
+        self._runners: dict[tuple, tuple[Block, Callable]] = {}
 
     # calls -----------------------------------------------------------
     def func(self, name: str) -> Func:
@@ -210,17 +221,50 @@ class Engine:
                 raise DepthExceeded()
             block_index = 0
             blocks = region.blocks
+            generated = self.generate_blocks and self.trace is None and self.fold_constants
             while True:
                 block = blocks[block_index]
+                if generated and len(args) == len(block.args):
+                    hit = self._runners.get((id(block), lanes))
+                    run = hit[1] if hit is not None and hit[0] is block else self._runner(region, block_index, lanes)
+                    if run is not None:
+                        block_index, args = run(env, args)
+                        if block_index < 0:
+                            return args
+                        continue
                 for vid, a in zip(block.args, args):
                     env[vid] = a
                 out = self._run_ops(self._steps(block), env, lanes)
+                block._runs = block.__dict__.get("_runs", 0) + 1
                 if out[0] == "return":
                     return out[1]
                 block_index, args = out[1], out[2]
         finally:
             self.current_env = saved
             self.depth -= 1
+
+    def _runner(self, region: Region, index: int, lanes: bool) -> Callable | None:
+        """Block ``index`` of ``region`` as a generated function bound to this
+        engine (see :func:`_generate`), or None while the block is to run step
+        by step: its first runs (which compute the folded results), as many
+        as it takes for the time saved to pay for generating the function
+        (:data:`OPS_PER_STEPWISE_RUN` ops per run)."""
+        block = region.blocks[index]
+        if block.__dict__.get("_runs", 0) * OPS_PER_STEPWISE_RUN <= len(block.ops):
+            return None
+        registry = self.registry
+        steps = self._steps(block)
+        if not all(_folded_results(op, registry) for op, *_, fold in steps if fold):
+            return None
+        cache = block.__dict__.get("_generated")
+        if cache is None or cache[0] is not registry:
+            cache = block._generated = (registry, {})
+        make = cache[1].get(lanes)
+        if make is None:
+            make = cache[1][lanes] = _generate(region, index, steps, lanes)
+        run = make(self)
+        self._runners[id(block), lanes] = (block, run)
+        return run
 
     def _steps(self, block: Block) -> tuple:
         """The block's ops as pre-bound steps, built once per block and registry:
@@ -267,7 +311,7 @@ class Engine:
         fold_constants = self.fold_constants
         for op, code, name, fn, operands, result_ids, quant, fold in steps:
             if deadline is not None and time.monotonic() > deadline:
-                raise Timeout(f"timed out at {name} ({op.loc})")
+                _late(op)
             if code == _RETURN:
                 return ("return", tuple(env[v] for v in operands))
             if code == _BR:
@@ -280,39 +324,26 @@ class Engine:
             if code == _CALL:
                 try:
                     results = self.call(op.attrs["callee"].name, args, lanes=lanes)
-                except DepthExceeded as e:
-                    raise e.at(op) from None
-                except RecursionError:  # the thread's stack ran out before MAX_DEPTH
-                    raise KernelError(name, str(op.loc), "recursion too deep") from None
+                except Exception as e:
+                    _locate(op, _CALL, e)
+                    raise
             else:
                 if fn is None:
-                    raise UnsupportedOp(name, loc=str(op.loc))
+                    _unsupported(op)
                 if max_bytes is not None:
                     self._guard_memory(op)
-                folded = op.__dict__.get("_folded") if fold and fold_constants else None
-                if folded is not None and folded[0] is registry:
-                    results = folded[1]
+                folded = _folded_results(op, registry) if fold and fold_constants else None
+                if folded is not None:
+                    results = folded
                     if profile is not None:
                         profile.setdefault(name, [0, 0.0])[0] += 1
                 else:
                     t0 = time.perf_counter() if profile is not None else 0.0
                     try:
-                        if quant is None:
-                            quant = not passes_storage(op)
-                        if quant and not getattr(fn, "quantization_aware", False):
-                            results = dequantize_op_quantize(self, op, fn, args)
-                        else:
-                            results = fn(OpContext(op, self), *args)
-                    except DepthExceeded as e:
-                        raise e.at(op) from None
-                    except ConformError:
+                        results = _run_kernel(self, op, fn, OpContext(op, self), quant, args)
+                    except Exception as e:
+                        _locate(op, _KERNEL, e)
                         raise
-                    except RecursionError:
-                        raise KernelError(name, str(op.loc), "recursion too deep") from None
-                    except MemoryError:
-                        raise ResourceError(f"{name} at {op.loc}: out of memory") from None
-                    except Exception as e:  # a kernel bug or an unsupported case
-                        raise KernelError(name, str(op.loc), f"{type(e).__name__}: {e}") from e
                     if profile is not None:
                         rec = profile.setdefault(name, [0, 0.0])
                         rec[0] += 1
@@ -354,9 +385,7 @@ class Engine:
         return ("branch", op.successors[0], tuple(default_args))
 
     def _validate(self, op: Op, results: Any, lanes: bool) -> tuple:
-        expect = op.__dict__.get("_expect")
-        if expect is None:
-            expect = op._expect = _expectations(op)
+        expect = _expectations(op)
         if type(results) is tuple and len(results) == len(expect):
             for v, (dt, shape) in zip(results, expect):
                 if dt is None or type(v) is not np.ndarray or v.dtype != dt or (
@@ -382,13 +411,7 @@ class Engine:
         return tuple(results)
 
     def _guard_memory(self, op: Op) -> None:
-        total = op.__dict__.get("_result_bytes")
-        if total is None:
-            # a constant's value exists already (checked against the budget when
-            # loaded; a splat is a view): running the op allocates nothing
-            total = op._result_bytes = 0 if op.name in LOADED_CONSTANTS else sum(
-                (ty.num_elements() or 0) * ty.dtype.itemsize
-                for ty in op.result_types if isinstance(ty, T.TensorType) and ty.is_static)
+        total = _result_bytes(op)
         if total > self.max_bytes:
             raise ResourceError(
                 f"{op.name} at {op.loc} would allocate {total / 2**20:.1f} MiB, "
@@ -400,16 +423,220 @@ class Engine:
         self.checks.append((ok, message, str(op.loc)))
 
 
+def _folded_results(op: Op, registry: Registry) -> tuple | None:
+    """The results of folded ``op`` computed with ``registry``'s kernels, if
+    computed yet."""
+    folded = op.__dict__.get("_folded")
+    return folded[1] if folded is not None and folded[0] is registry else None
+
+
+def _result_bytes(op: Op) -> int:
+    """Bytes the static tensor results of ``op`` take (cached on the op)."""
+    total = op.__dict__.get("_result_bytes")
+    if total is None:
+        # a constant's value exists already (checked against the budget when
+        # loaded; a splat is a view): running the op allocates nothing
+        total = op._result_bytes = 0 if op.name in LOADED_CONSTANTS else sum(
+            (ty.num_elements() or 0) * ty.dtype.itemsize
+            for ty in op.result_types if isinstance(ty, T.TensorType) and ty.is_static)
+    return total
+
+
+def _run_kernel(engine: "Engine", op: Op, fn: Callable, ctx: OpContext, quant: bool | None, args) -> Any:
+    """``fn`` on ``args``, through ``dequantize_op_quantize`` where the op has
+    quantized types its kernel does not handle itself (spec.md#dequantize_op_quantize)."""
+    if quant is None:
+        quant = not passes_storage(op)
+    if quant and not getattr(fn, "quantization_aware", False):
+        return dequantize_op_quantize(engine, op, fn, args)
+    return fn(ctx, *args)
+
+
+def _locate(op: Op, code: int, e: Exception) -> None:
+    """Raise what exception ``e`` of a kernel or call of ``op`` becomes; return
+    when it is to propagate as it is."""
+    if isinstance(e, DepthExceeded):
+        raise e.at(op) from None
+    if isinstance(e, ConformError):
+        return
+    if isinstance(e, RecursionError):  # the thread's stack ran out before MAX_DEPTH
+        raise KernelError(op.name, str(op.loc), "recursion too deep") from None
+    if code != _KERNEL:
+        return
+    if isinstance(e, MemoryError):
+        raise ResourceError(f"{op.name} at {op.loc}: out of memory") from None
+    # a kernel bug or an unsupported case
+    raise KernelError(op.name, str(op.loc), f"{type(e).__name__}: {e}") from e
+
+
+# --------------------------------------------------------------------------- #
+# blocks as generated functions
+# --------------------------------------------------------------------------- #
+
+# a block runs step by step once per this many of its ops before it is generated
+# (generating costs about as much as this many step-by-step runs save)
+OPS_PER_STEPWISE_RUN = 64
+
+# ops that read their operands from the slot dictionary themselves
+_SLOT_READERS = frozenset({"cf.cond_br", "cf.switch"})
+
+
+def _escaping(region: Region, index: int) -> set[int]:
+    """Values of block ``index`` that something other than the block's own
+    ops reads from the slot dictionary: ops of nested regions, of the
+    region's other blocks, ``cf.cond_br`` and ``cf.switch``."""
+    block = region.blocks[index]
+    defined = set(block.args)
+    for op in block.ops:
+        defined.update(op.results)
+    own = {id(op) for op in block.ops}
+    used: set[int] = set()
+    for op in walk_ops(region):
+        if id(op) not in own or op.name in _SLOT_READERS:
+            used.update(op.operands)
+    return defined & used
+
+
+def _generate(region: Region, index: int, steps: tuple, lanes: bool) -> Callable:
+    """One function running block ``index`` of ``region``, generated and compiled.
+
+    It does what :meth:`Engine._run_ops` does for these ``steps`` (folding
+    on, no trace) with all that is known before running resolved: values
+    read and written only by the block's own ops are local variables (the
+    others go through the slot dictionary), results of folded ops are
+    constants, each kernel is called directly with its context, and its
+    results are checked against the declared types inline (the full check of
+    :meth:`Engine._validate` runs where the inline one does not pass). The
+    engine's deadline, memory budget and profile are read when the function
+    starts. Returns ``make(engine) -> run(env, args)``; ``run`` returns
+    ``(-1, results)`` at a return and ``(block, args)`` at a branch.
+    """
+    block = region.blocks[index]
+    slots = _escaping(region, index)
+    ns: dict[str, Any] = {"nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic,
+                          "_clock": time.perf_counter, "_late": _late, "_unsupported": _unsupported,
+                          "_run_kernel": _run_kernel}
+    consts: set[int] = set()
+    make: list[str] = []
+    code: list[str] = []
+    located: dict[int, tuple[Op, int]] = {}
+
+    def ref(v: int) -> str:
+        if v in consts:
+            return f"F{v}"
+        return f"v{v}" if v in defined else f"env[{v}]"
+
+    def refs(vs) -> str:
+        return "".join(ref(v) + ", " for v in vs)
+
+    def bind(vs, expr: str) -> None:
+        if len(vs) == 1:
+            (v,) = vs
+            code.append(f"{f'env[{v}] = ' if v in slots else ''}v{v} = {expr}[0]")
+            return
+        code.append(f"{', '.join(f'v{v}' for v in vs)}, = {expr}")
+        code.extend(f"env[{v}] = v{v}" for v in vs if v in slots)
+
+    defined = set(block.args)
+    if block.args:
+        code.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
+        code.extend(f"env[{v}] = v{v}" for v in block.args if v in slots)
+    for i, (op, kind, name, fn, operands, results, quant, foldable) in enumerate(steps):
+        ns[f"o{i}"] = op
+        code.append(f"if deadline is not None and _mono() > deadline: _late(o{i})")
+        if kind == _RETURN:
+            code.append(f"return -1, ({refs(operands)})")
+            break
+        if kind == _BR:
+            code.append(f"return {op.successors[0]}, ({refs(operands)})")
+            break
+        if kind in (_COND_BR, _SWITCH):
+            located[i] = (op, kind)
+            code += [f"_i = {i}", f"_, s, a = eng.{'_cond_br' if kind == _COND_BR else '_switch'}(o{i}, env)",
+                     "return s, a"]
+            break
+        if kind == _CALL:
+            located[i] = (op, kind)
+            code += [f"_i = {i}", f"r = eng.call({op.attrs['callee'].name!r}, [{refs(operands)}], lanes={lanes})"]
+            defined.update(results)
+            bind(results, "r")
+            continue
+        if fn is None:
+            code.append(f"_unsupported(o{i})")
+            break
+        if _result_bytes(op) > 0:
+            code.append(f"if max_bytes is not None and {_result_bytes(op)} > max_bytes: eng._guard_memory(o{i})")
+        if foldable:
+            code.append(f"if prof is not None: prof.setdefault({name!r}, [0, 0.0])[0] += 1")
+            for v, value in zip(results, op._folded[1]):
+                ns[f"F{v}"] = value
+                consts.add(v)
+                if v in slots:
+                    code.append(f"env[{v}] = F{v}")
+            continue
+        located[i] = (op, _KERNEL)
+        ns[f"k{i}"] = fn
+        make.append(f"c{i} = Ctx(o{i}, eng)")
+        code += [f"_i = {i}", "t0 = 0.0 if prof is None else _clock()"]
+        if quant is False or (quant and getattr(fn, "quantization_aware", False)):
+            code.append(f"r = k{i}(c{i}, {refs(operands)})")
+        else:
+            code.append(f"r = _run_kernel(eng, o{i}, k{i}, c{i}, {quant}, [{refs(operands)}])")
+        code += ["if prof is not None:", f"    p = prof.setdefault({name!r}, [0, 0.0])", "    p[0] += 1",
+                 "    p[1] += _clock() - t0"]
+        checks = [f"r.__class__ is tuple and len(r) == {len(results)}"]
+        for j, (dt, shape) in enumerate(_expectations(op)):
+            if dt is None:
+                checks = ["False"]
+                break
+            ns[f"D{i}_{j}"], ns[f"S{i}_{j}"] = dt, shape
+            checks.append(f"(x := r[{j}]).__class__ is nd and (x.dtype is D{i}_{j} or x.dtype == D{i}_{j})"
+                          + ("" if lanes else f" and x.shape == S{i}_{j}"))
+        code.append(f"if not ({' and '.join(checks)}): r = eng._validate(o{i}, r, {lanes})")
+        defined.update(results)
+        if results:
+            bind(results, "r")
+    else:
+        code.append("return -1, ()")
+
+    def fail(i: int, e: Exception) -> None:
+        if i in located:
+            _locate(*located[i], e)
+
+    ns["_fail"] = fail
+    src = "\n".join(
+        ["def make(eng):"] + [f"    {line}" for line in make]
+        + ["    def run(env, args):", "        _i = -1",
+           "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile", "        try:"]
+        + [f"            {line}" for line in code]
+        + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
+           "    return run"])
+    exec(compile(src, f"<block {block.ops[0].loc if block.ops else '?'}>", "exec"), ns)
+    return ns["make"]
+
+
+def _late(op: Op) -> None:
+    raise Timeout(f"timed out at {op.name} ({op.loc})")
+
+
+def _unsupported(op: Op) -> None:
+    raise UnsupportedOp(op.name, loc=str(op.loc))
+
+
 def _expectations(op: Op) -> tuple:
     """Per result: (dtype, shape) for a static tensor type, else (None, None)
-    (checked the long way)."""
+    (checked the long way); cached on the op."""
+    expect = op.__dict__.get("_expect")
+    if expect is not None:
+        return expect
     out = []
     for ty in op.result_types:
         if isinstance(ty, T.TensorType) and ty.is_static and not ty.element.quantized:
             out.append((ty.dtype, tuple(ty.shape)))
         else:
             out.append((None, None))
-    return tuple(out)
+    expect = op._expect = tuple(out)
+    return expect
 
 
 def run_function(module: Module, name: str, args: Sequence[Any] = (), **kw: Any) -> tuple:

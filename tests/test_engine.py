@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -181,8 +183,7 @@ def test_registry_overrides_do_not_touch_the_table():
         KERNELS.register("stablehlo.constant", lambda op: ())
 
 
-def test_cf_branches_with_block_arguments():
-    text = """
+FACT = """
 func.func @fact(%n: tensor<i64>) -> tensor<i64> {
   %one = stablehlo.constant dense<1> : tensor<i64>
   cf.br ^loop(%n, %one : tensor<i64>, tensor<i64>)
@@ -198,11 +199,14 @@ func.func @fact(%n: tensor<i64>) -> tensor<i64> {
 ^exit(%r: tensor<i64>):
   func.return %r : tensor<i64>
 }"""
+
+
+def test_cf_branches_with_block_arguments():
     reg = BASE.with_overrides({
         "stablehlo.multiply": lambda op, a, b: (np.asarray(a * b, dtype=op.result_dtype(0)),),
         "tensor.extract": lambda op, t, *idx: (np.asarray(t)[()],),
     })
-    eng = Engine(_module(text), reg)
+    eng = Engine(_module(FACT), reg)
     (out,) = eng.call("fact", (np.array(5, np.int64),))
     assert int(out) == 120
 
@@ -244,3 +248,158 @@ func.func @a(%x: tensor<4xi32>) -> tensor<2xi32> {
 }"""
     eng = Engine(_module(text), BASE)
     assert eng.call("a", (np.arange(4, dtype=np.int32),))[0].tolist() == [1, 2]
+
+
+# ----------------------------------------------------------------------------- generated block functions
+
+def _outputs(eng: Engine, entry: str, args=()):
+    from test_fast_paths import _bits
+
+    out = eng.call(entry, args)
+    return [_bits(np.asarray(o)) if isinstance(o, np.ndarray) else repr(o) for o in out], eng.checks
+
+
+def _assert_generated_matches_stepwise(mod, entry: str, args=(), registry=None) -> bool:
+    """Results and checks of ``entry`` run step by step and through generated
+    block functions, bit for bit; True when generated functions ran."""
+    stepwise = Engine(mod, registry)
+    stepwise.generate_blocks = False
+    expect = _outputs(stepwise, entry, args)
+    generated = False
+    for _ in range(4):  # blocks are generated after their first runs
+        eng = Engine(mod, registry)
+        assert _outputs(eng, entry, args) == expect
+        generated = generated or bool(eng._runners)
+    return generated
+
+
+def test_generated_blocks_match_the_stepwise_path_on_a_jax_rnn():
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def rnn(h, xs, w, u):
+        return lax.fori_loop(0, xs.shape[0], lambda i, h: jnp.tanh(h @ w + xs[i] @ u), h)
+
+    rng = np.random.default_rng(1)
+    args = (rng.standard_normal((1, 16)).astype(np.float32), rng.standard_normal((9, 1, 8)).astype(np.float32),
+            (0.3 * rng.standard_normal((16, 16))).astype(np.float32),
+            (0.3 * rng.standard_normal((8, 16))).astype(np.float32))
+    mod = _module(jax.jit(rnn).lower(*args).as_text())
+    assert _assert_generated_matches_stepwise(mod, "main", args)
+
+
+SUITE_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "stablehlo-suite"
+SUITE_FILES = sorted((SUITE_DIR / "interpret").glob("*.mlir")) + sorted(
+    p for p in (SUITE_DIR / "testdata").glob("*.mlir") if "stablehlo.while" in p.read_text())
+
+
+@pytest.mark.skipif(not SUITE_FILES, reason="../shared/stablehlo-suite is absent")
+def test_generated_blocks_match_the_stepwise_path_on_the_official_tests():
+    compared = generated = 0
+    for path in SUITE_FILES:
+        for mod in frontend.load_file(path, split=True):
+            for f in mod.tests():
+                try:
+                    Engine(mod).call(f.name, ())
+                except Exception:  # tests the engine does not run (unsupported) are not compared
+                    continue
+                compared += 1
+                generated += _assert_generated_matches_stepwise(mod, f.name)
+    assert compared > 500 and generated > 500
+
+
+# WHILE with a loop body whose values are read by a nested region
+NESTED = WHILE.replace("      %a2 = stablehlo.add %acc, %i2 : tensor<i64>\n", """\
+      %big = stablehlo.compare LT, %one, %i : (tensor<i64>, tensor<i64>) -> tensor<i1>
+      %a2 = "stablehlo.if"(%big) ({
+        %t = stablehlo.add %acc, %i2 : tensor<i64>
+        stablehlo.return %t : tensor<i64>
+      }, {
+        stablehlo.return %acc : tensor<i64>
+      }) : (tensor<i1>) -> tensor<i64>
+""")
+
+
+def test_generated_loop_body_hands_its_values_to_nested_regions():
+    mod = _module(NESTED)
+    assert _assert_generated_matches_stepwise(mod, "count", (np.array(7, np.int64),), BASE)
+    assert int(Engine(mod, BASE).call("count", (np.array(7, np.int64),))[0]) == 3 + 4 + 5 + 6 + 7
+
+
+def test_generated_cf_blocks_match_the_stepwise_path():
+    mod = _module(FACT)
+    assert _assert_generated_matches_stepwise(mod, "fact", (np.array(6, np.int64),))
+    assert int(Engine(mod).call("fact", (np.array(6, np.int64),))[0]) == 720
+
+
+def _turns_bad_after(calls: int, bad):
+    """An add that is right for ``calls`` calls, then ``bad(op, a, b)``."""
+    seen = []
+
+    def add(op, a, b):
+        seen.append(1)
+        return bad(op, a, b) if len(seen) > calls else _add(op, a, b)
+
+    return add
+
+
+def test_generated_block_reports_a_wrong_kernel_result_as_kernel_bug():
+    bad = _turns_bad_after(6, lambda op, a, b: (np.asarray(a + b, dtype=np.int32),))
+    eng = Engine(_module(WHILE), BASE.with_overrides({"stablehlo.add": bad}))
+    with pytest.raises(KernelError) as e:
+        eng.call("count", (np.array(9, np.int64),))
+    assert eng._runners, "the loop body ran as a generated function"
+    assert "kernel bug" in str(e.value) and "stablehlo.add" in str(e.value) and "<string>:" in str(e.value)
+
+
+def test_generated_block_names_a_failing_kernel_and_its_location():
+    def boom(op, a, b):
+        raise ValueError("late")
+
+    eng = Engine(_module(WHILE), BASE.with_overrides({"stablehlo.add": _turns_bad_after(6, boom)}))
+    with pytest.raises(KernelError) as e:
+        eng.call("count", (np.array(9, np.int64),))
+    assert eng._runners
+    assert "stablehlo.add at <string>:" in str(e.value) and "ValueError: late" in str(e.value)
+    assert isinstance(e.value.__cause__, ValueError)
+
+
+def test_generated_blocks_count_calls_in_the_profile_as_the_stepwise_path():
+    mod = _module(NESTED)
+    counts = []
+    for generate in (False, True, True):
+        eng = Engine(mod, BASE, profile={})
+        eng.generate_blocks = generate
+        eng.call("count", (np.array(6, np.int64),))
+        counts.append({name: rec[0] for name, rec in eng.profile.items()})
+        assert all(rec[1] >= 0.0 for rec in eng.profile.values())
+    assert eng._runners and counts[0] == counts[1] == counts[2]
+    assert counts[0]["stablehlo.constant"] == 2 and counts[0]["stablehlo.add"] == 6 + 4
+
+
+def test_generated_block_keeps_the_memory_budget():
+    text = """
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}"""
+    mod = _module(text)
+    x = np.ones(4, np.float32)
+    for _ in range(3):
+        Engine(mod, max_bytes=1024).call("f", (x,))
+    eng = Engine(mod, max_bytes=8)
+    with pytest.raises(ResourceError) as e:
+        eng.call("f", (x,))
+    assert eng._runners and "memory budget" in str(e.value)
+
+
+def test_generated_block_keeps_the_deadline():
+    import time
+
+    eng = Engine(_module(WHILE), BASE, deadline=time.monotonic() + 3600)
+    eng.call("count", (np.array(5, np.int64),))  # the loop body is generated
+    assert eng._runners
+    eng.deadline = time.monotonic() - 1
+    with pytest.raises(Timeout):
+        eng.call("count", (np.array(5, np.int64),))
