@@ -159,7 +159,43 @@ def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
 
     Where ``r`` approximates a value to within that many f64 ULPs, rounding
     ``r`` into ``dt`` can differ from rounding the value itself only there
-    (double rounding)."""
+    (double rounding).
+
+    A finite ``r`` of magnitude at least the smallest normal number of ``dt``
+    drops the low ``d = 53 - p`` bits of its f64 significand when rounded into
+    ``dt`` (``p`` significand bits), so it lies on a midpoint when those bits
+    are ``100...0`` and within ``k`` f64 ULPs of one when they differ from that
+    pattern by at most ``k`` as an integer: one add, one and and one compare on
+    the bit patterns. The other elements (zeros, subnormal range of ``dt``,
+    infinities, NaN) are few; they take :func:`near_midpoint_general`, which
+    the bit test equals element for element where both apply."""
+    p, emin = significand_and_emin(dt)
+    r = np.asarray(r, dtype=F64)
+    d = 53 - p
+    if d < 2 or 2 * f64_ulps >= 1 << (d - 1):
+        return near_midpoint_general(r, dt, f64_ulps)
+    flat = r.reshape(-1)
+    bits = flat.view(np.uint64)
+    work = np.add(bits, np.uint64((f64_ulps - (1 << (d - 1))) % (1 << 64)))
+    work &= np.uint64((1 << d) - 1)
+    mask = work <= np.uint64(2 * f64_ulps)
+    # finite with |r| >= 2**emin: the sign shifted out, one unsigned range test
+    lo = (emin + 1023) << 53
+    np.left_shift(bits, np.uint64(1), out=work)
+    work -= np.uint64(lo)
+    regular = work < np.uint64((0x7FF << 53) - lo)
+    if not regular.all():
+        mask &= regular
+        other = ~regular
+        mask[other] = near_midpoint_general(flat[other], dt, f64_ulps)
+    return mask.reshape(r.shape)
+
+
+def near_midpoint_general(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
+    """:func:`near_midpoint` by scaling: ``r`` is scaled by a power of two so
+    that one ULP of ``dt`` (at ``r``'s exponent, or the subnormal ULP below the
+    normal range) becomes 1, and the fraction of the scaled value is compared
+    with 1/2 in units of its own f64 spacing."""
     p, emin = significand_and_emin(dt)
     r = np.asarray(r, dtype=F64)
     with np.errstate(all="ignore"):
@@ -170,6 +206,43 @@ def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
         s = np.abs(np.ldexp(safe, (-q).astype(np.int32)))
         frac = s - np.floor(s)
         return ok & (np.abs(frac - 0.5) <= f64_ulps * np.spacing(s))
+
+
+_SIGN_BITS = {np.dtype(np.float16): np.uint16, F32: np.uint32, F64: np.uint64}
+
+
+def order_zero_result(x, y, r, high: bool) -> np.ndarray:
+    """``r`` = ``np.maximum``/``np.fmax`` (``high``) or ``np.minimum``/``np.fmin``
+    of the native floats ``x`` and ``y``, with zeros ordered as IEEE-754
+    ``maximum``/``minimum`` order them: -0 < +0.
+
+    NumPy may return either zero when the operands are ``+0`` and ``-0``; it
+    is right everywhere else. Such a pair is a pair whose bit patterns differ
+    in the sign bit only (one xor and one compare find them all; for other
+    values ``x == -y`` the order is not in doubt, and a NaN result stays), and
+    where it gives a zero result, the result is ``+0`` (maximum) or ``-0``
+    (minimum)."""
+    r = np.asarray(r)
+    ut = _SIGN_BITS[r.dtype]
+    sign = ut(1 << (8 * r.dtype.itemsize - 1))
+    xb = np.asarray(x, dtype=r.dtype).view(ut)
+    yb = np.asarray(y, dtype=r.dtype).view(ut)
+    tie = (xb ^ yb) == sign
+    if not tie.any():
+        return r
+    zero = np.zeros((), r.dtype) if high else -np.zeros((), r.dtype)
+    return np.where(tie & (r == 0), zero, r)
+
+
+def ieee_maximum(x, y) -> np.ndarray:
+    """IEEE-754 2019 maximum of native floats: NaN-propagating (the first
+    NaN operand, as ``np.maximum``), -0 < +0."""
+    return order_zero_result(x, y, np.maximum(x, y), True)
+
+
+def ieee_minimum(x, y) -> np.ndarray:
+    """IEEE-754 2019 minimum of native floats: NaN-propagating, -0 < +0."""
+    return order_zero_result(x, y, np.minimum(x, y), False)
 
 
 @lru_cache(maxsize=None)

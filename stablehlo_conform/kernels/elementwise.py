@@ -31,6 +31,8 @@ import numpy as np
 from .. import types as T
 from ._numeric import (
     bits_of,
+    ieee_maximum,
+    ieee_minimum,
     is_signed,
     is_subbyte_int,
     kind_of,
@@ -431,7 +433,11 @@ def negate(dt, x):
 # --------------------------------------------------------------------------- #
 
 def _pick_max(a, b):
-    """Mask choosing ``a`` for IEEE-754 maximum (NaN-propagating, +0 > -0)."""
+    """Mask choosing ``a`` for IEEE-754 maximum (NaN-propagating, +0 > -0).
+
+    The general path of ``maximum``; f16/f32/f64 take :func:`.ieee_maximum`
+    (the same choices: ``a`` if it is NaN, else ``b`` if it is NaN, else the
+    larger, ``+0`` over ``-0``)."""
     wa, wb = wide(a), wide(b)
     return np.isnan(wa) | ((wa > wb) & ~np.isnan(wb)) | ((wa == wb) & ~np.signbit(wa))
 
@@ -439,6 +445,12 @@ def _pick_max(a, b):
 def _pick_min(a, b):
     wa, wb = wide(a), wide(b)
     return np.isnan(wa) | ((wa < wb) & ~np.isnan(wb)) | ((wa == wb) & np.signbit(wa))
+
+
+def _native_pair(a, b) -> bool:
+    """Both operands f16, f32 or f64 of one dtype (NumPy's own ufuncs apply)."""
+    dt = np.asarray(a).dtype
+    return dt in _NATIVE[:3] and np.asarray(b).dtype == dt
 
 
 def _lex(a, b, greater: bool):
@@ -460,6 +472,8 @@ def maximum(dt, a, b):
         return int_fn(np.maximum, dt, a, b)
     if k == "complex":
         return np.where(_lex(a, b, True), a, b)
+    if _native_pair(a, b):
+        return ieee_maximum(a, b)
     return np.where(_pick_max(a, b), a, b)
 
 
@@ -472,6 +486,8 @@ def minimum(dt, a, b):
         return int_fn(np.minimum, dt, a, b)
     if k == "complex":
         return np.where(_lex(a, b, False), a, b)
+    if _native_pair(a, b):
+        return ieee_minimum(a, b)
     return np.where(_pick_min(a, b), a, b)
 
 
