@@ -230,8 +230,11 @@ def order_zero_result(x, y, r, high: bool) -> np.ndarray:
     tie = (xb ^ yb) == sign
     if not tie.any():
         return r
+    tie &= r == 0  # a pair x, -x with x not zero (a clamp to [-c, c]) needs nothing
+    if not tie.any():
+        return r
     zero = np.zeros((), r.dtype) if high else -np.zeros((), r.dtype)
-    return np.where(tie & (r == 0), zero, r)
+    return np.where(tie, zero, r)
 
 
 def ieee_maximum(x, y) -> np.ndarray:
