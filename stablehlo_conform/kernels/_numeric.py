@@ -169,26 +169,44 @@ def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
     the bit patterns. The other elements (zeros, subnormal range of ``dt``,
     infinities, NaN) are few; they take :func:`near_midpoint_general`, which
     the bit test equals element for element where both apply."""
-    p, emin = significand_and_emin(dt)
+    consts = _midpoint_constants(np.dtype(dt), f64_ulps)
     r = np.asarray(r, dtype=F64)
-    d = 53 - p
-    if d < 2 or 2 * f64_ulps >= 1 << (d - 1):
+    if consts is None:
         return near_midpoint_general(r, dt, f64_ulps)
+    shift, low, width, lo, span = consts
     flat = r.reshape(-1)
     bits = flat.view(np.uint64)
-    work = np.add(bits, np.uint64((f64_ulps - (1 << (d - 1))) % (1 << 64)))
-    work &= np.uint64((1 << d) - 1)
-    mask = work <= np.uint64(2 * f64_ulps)
+    work = np.add(bits, shift)
+    work &= low
+    mask = work <= width
     # finite with |r| >= 2**emin: the sign shifted out, one unsigned range test
-    lo = (emin + 1023) << 53
-    np.left_shift(bits, np.uint64(1), out=work)
-    work -= np.uint64(lo)
-    regular = work < np.uint64((0x7FF << 53) - lo)
+    np.left_shift(bits, _ONE, out=work)
+    work -= lo
+    regular = work < span
     if not regular.all():
         mask &= regular
         other = ~regular
         mask[other] = near_midpoint_general(flat[other], dt, f64_ulps)
     return mask.reshape(r.shape)
+
+
+_ONE = np.uint64(1)
+
+
+@lru_cache(maxsize=None)
+def _midpoint_constants(dt: np.dtype, f64_ulps: int):
+    """The bit-pattern constants of :func:`near_midpoint` (None where the
+    dropped bits are too few for its test): the offset that moves the
+    midpoint pattern of the low ``d`` bits to ``f64_ulps``, the mask of those
+    bits, the width ``2 * f64_ulps`` of the window, and the bounds of the
+    finite normal range of ``dt`` shifted left by one."""
+    p, emin = significand_and_emin(dt)
+    d = 53 - p
+    if d < 2 or 2 * f64_ulps >= 1 << (d - 1):
+        return None
+    lo = (emin + 1023) << 53
+    return (np.uint64((f64_ulps - (1 << (d - 1))) % (1 << 64)), np.uint64((1 << d) - 1),
+            np.uint64(2 * f64_ulps), np.uint64(lo), np.uint64((0x7FF << 53) - lo))
 
 
 def near_midpoint_general(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
