@@ -8,7 +8,8 @@
   element-wise float ops by blocks against the whole operand.
 - f16/f32/f64 ``maximum``/``minimum`` by NumPy's ufuncs (zeros ordered by a
   sign-bit test) against the general choice, also inside reduce and
-  reduce_window; ``abs`` and float -> integer ``convert`` without widening.
+  reduce_window; ``compare``, ``abs`` and float -> integer ``convert``
+  without widening.
 """
 
 from __future__ import annotations
@@ -347,7 +348,7 @@ def test_native_maximum_minimum_match_the_general_path(dt, op, monkeypatch):
     for x, y in cases:
         fast = fn(np.dtype(dt), x, y)
         with monkeypatch.context() as mp:
-            mp.setattr(elementwise, "_native_pair", lambda *_: False)
+            mp.setattr(elementwise, "native_float_pair", lambda *_: False)
             general = fn(np.dtype(dt), x, y)
         assert fast.dtype == general.dtype == np.dtype(dt) and fast.shape == general.shape
         assert np.asarray(fast).tobytes() == np.asarray(general).tobytes()
@@ -389,9 +390,27 @@ def test_max_min_folds_with_zeros_of_both_signs_match_the_general_path(kind, el,
             fast = one(text, x)
             with monkeypatch.context() as mp:
                 general_only(mp)
-                mp.setattr(elementwise, "_native_pair", lambda *_: False)
+                mp.setattr(elementwise, "native_float_pair", lambda *_: False)
                 general = one(text, x)
             assert fast.tobytes() == general.tobytes()
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_native_float_compare_matches_the_widened_one(dt, monkeypatch):
+    from stablehlo_conform.kernels import comparison
+
+    rng = np.random.default_rng(9)
+    a = _adversarial_floats(dt, 3000, rng)
+    b = _adversarial_floats(dt, 3000, rng)
+    b[::3] = -a[::3]
+    b[1::3] = a[1::3]
+    for direction in comparison.DIRECTIONS:
+        for x, y in ((a, b), (a, np.zeros((), dt)), (np.asarray(a[0]), np.asarray(b[0]))):
+            fast = comparison.compare_values(x, y, direction, "FLOAT")
+            with monkeypatch.context() as mp:
+                mp.setattr(comparison, "native_float_pair", lambda *_: False)
+                general = comparison.compare_values(x, y, direction, "FLOAT")
+            assert np.shape(fast) == np.shape(general) and np.array_equal(fast, general)
 
 
 # ----------------------------------------------------------------------------- element-wise float ops

@@ -24,7 +24,14 @@ F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
 C128 = np.dtype(np.complex128)
 
-_NATIVE_FLOATS = (np.dtype(np.float16), F32, F64)
+NATIVE_FLOATS = (np.dtype(np.float16), F32, F64)
+
+
+def native_float_pair(a, b) -> bool:
+    """Both operands f16, f32 or f64 of one dtype: NumPy's own ufuncs and
+    comparisons on them are exact, no widening needed."""
+    dt = np.asarray(a).dtype
+    return dt in NATIVE_FLOATS and np.asarray(b).dtype == dt
 
 
 @lru_cache(maxsize=None)
@@ -104,7 +111,7 @@ def wide(x: np.ndarray) -> np.ndarray:
     k = kind_of(x.dtype)
     if k == "complex":
         return x.astype(C128)
-    if x.dtype in _NATIVE_FLOATS:
+    if x.dtype in NATIVE_FLOATS:
         return x.astype(F64)
     return x.astype(F32).astype(F64)
 
@@ -137,7 +144,7 @@ def _round_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
         return x.astype(dt)
     if x.dtype.kind == "c":
         x = x.real
-    if dt in _NATIVE_FLOATS:
+    if dt in NATIVE_FLOATS:
         return x.astype(dt)
     if k == "float" and x.dtype == F64:
         return _f64_to_f32_odd(x).astype(dt)
@@ -149,7 +156,7 @@ def significand_and_emin(dt: np.dtype) -> tuple[int, int]:
     """(significand bits with the leading one, exponent of the smallest normal
     number) of a float dtype."""
     dt = np.dtype(dt)
-    info = np.finfo(dt) if dt in _NATIVE_FLOATS else ml_dtypes.finfo(dt)
+    info = np.finfo(dt) if dt in NATIVE_FLOATS else ml_dtypes.finfo(dt)
     return int(info.nmant) + 1, int(info.minexp)
 
 
@@ -270,7 +277,7 @@ def ieee_minimum(x, y) -> np.ndarray:
 def float_format(dt: np.dtype) -> tuple[int, int]:
     """(exponent bits, explicit mantissa bits) of a float dtype."""
     dt = np.dtype(dt)
-    info = np.finfo(dt) if dt in _NATIVE_FLOATS else ml_dtypes.finfo(dt)
+    info = np.finfo(dt) if dt in NATIVE_FLOATS else ml_dtypes.finfo(dt)
     nbits = bits_of(dt)
     m = int(info.nmant)
     e = nbits - m - 1

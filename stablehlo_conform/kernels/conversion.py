@@ -40,6 +40,7 @@ from .. import types as T
 from ._numeric import (
     F32,
     F64,
+    NATIVE_FLOATS,
     bits_of,
     float_bits,
     float_format,
@@ -56,7 +57,6 @@ from .elementwise import _element, apply
 from .registry import kernel
 
 _U64 = np.uint64
-_NATIVE_REAL = (np.dtype(np.float16), F32, F64)
 
 
 # --------------------------------------------------------------------------- #
@@ -132,7 +132,7 @@ def float_to_int(x: np.ndarray, dt) -> np.ndarray:
 def _clips_exactly(src: np.dtype, dt: np.dtype) -> bool:
     """Whether ``src`` (f16/f32/f64) holds both limits of the integer type
     ``dt`` (8 to 32 bits) exactly: :func:`_float_to_int_clipped` applies."""
-    if src not in _NATIVE_REAL or dt.kind not in "iu" or dt.itemsize > 4:
+    if src not in NATIVE_FLOATS or dt.kind not in "iu" or dt.itemsize > 4:
         return False
     top = float(np.finfo(src).max)
     return all(abs(v) <= top and int(src.type(v)) == v for v in int_limits(dt))

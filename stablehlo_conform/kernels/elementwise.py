@@ -37,6 +37,7 @@ from ._numeric import (
     is_subbyte_int,
     kind_of,
     make_complex,
+    native_float_pair,
     near_midpoint,
     out,
     round_to,
@@ -471,12 +472,6 @@ def _pick_min(a, b):
     return np.isnan(wa) | ((wa < wb) & ~np.isnan(wb)) | ((wa == wb) & np.signbit(wa))
 
 
-def _native_pair(a, b) -> bool:
-    """Both operands f16, f32 or f64 of one dtype (NumPy's own ufuncs apply)."""
-    dt = np.asarray(a).dtype
-    return dt in _NATIVE[:3] and np.asarray(b).dtype == dt
-
-
 def _lex(a, b, greater: bool):
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
     nan_a = np.isnan(ar) | np.isnan(ai)
@@ -496,7 +491,7 @@ def maximum(dt, a, b):
         return int_fn(np.maximum, dt, a, b)
     if k == "complex":
         return np.where(_lex(a, b, True), a, b)
-    if _native_pair(a, b):
+    if native_float_pair(a, b):
         return ieee_maximum(a, b)
     return np.where(_pick_max(a, b), a, b)
 
@@ -510,7 +505,7 @@ def minimum(dt, a, b):
         return int_fn(np.minimum, dt, a, b)
     if k == "complex":
         return np.where(_lex(a, b, False), a, b)
-    if _native_pair(a, b):
+    if native_float_pair(a, b):
         return ieee_minimum(a, b)
     return np.where(_pick_min(a, b), a, b)
 
