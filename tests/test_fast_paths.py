@@ -482,3 +482,17 @@ def test_clipped_float_to_int_matches_the_general_path(src, dst, monkeypatch):
             general = conversion.float_to_int(v, dst)
         assert fast.dtype == general.dtype == dst and fast.shape == general.shape
         assert np.array_equal(fast, general)
+
+
+# ----------------------------------------------------------------------------- heap
+
+
+def test_heap_thresholds_are_set_once_on_glibc():
+    import platform
+
+    from stablehlo_conform.kernels import _heap
+
+    first = _heap.keep_freed_memory()
+    assert _heap.keep_freed_memory() is first
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert first is True
