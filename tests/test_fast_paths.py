@@ -4,6 +4,12 @@
   ``cummin`` lower to on CPU) by a prefix scan, against the window fold and
   against the general path that runs the body region on lanes; and the
   official cumulative tests, whose windows take the prefix scan.
+- the rounding-midpoint test on f64 bit patterns against the one by scaling;
+  element-wise float ops by blocks against the whole operand.
+- f16/f32/f64 ``maximum``/``minimum`` by NumPy's ufuncs (zeros ordered by a
+  sign-bit test) against the general choice, also inside reduce and
+  reduce_window; ``compare``, ``abs`` and float -> integer ``convert``
+  without widening.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.engine import Engine
-from stablehlo_conform.kernels import linalg, reduction
+from stablehlo_conform.kernels import _numeric, elementwise, linalg, reduction
 
 from kernel_util import SUITE, assert_suite_file_passes, one
-from test_reduction import general_only, window_text
+from test_reduction import general_only, reduce_text, window_text
 
 
 def _prefix_attrs(shape, axis, reverse=False):
@@ -255,3 +261,238 @@ def test_official_interpreter_tests_give_the_same_values_with_and_without_foldin
                 _assert_same_with_and_without_folding(mod, f.name)
                 folded_ops += sum(s[-1] for s in Engine(mod)._steps(f.body.blocks[0]))
     assert folded_ops > 100
+
+
+# ----------------------------------------------------------------------------- rounding midpoints
+
+
+NARROW_FLOATS = [np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                 ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu,
+                 ml_dtypes.float6_e3m2fn, ml_dtypes.float6_e2m3fn, ml_dtypes.float4_e2m1fn]
+
+
+def _around_midpoints(dt, rng) -> np.ndarray:
+    """f64 values at and up to 9 f64 ULPs around rounding midpoints of ``dt``
+    at every f64 exponent (normal and subnormal range of ``dt``, below and
+    above it), the halves of the smallest subnormal, zeros, f64 subnormals,
+    infinities, NaNs and random bit patterns; every value also negated."""
+    p, emin = _numeric.significand_and_emin(np.dtype(dt))
+    exps = np.arange(-1074, 1024)
+    base = np.ldexp(1.0 + rng.integers(0, 1 << (p - 1), exps.size) / float(1 << (p - 1)), exps)
+    ulp = np.ldexp(1.0, np.maximum(exps, emin) - (p - 1))
+    centres = [base + ulp / 2, ulp / 2, 1.5 * ulp, np.ldexp(1.0, exps) - ulp / 4]
+    steps = np.arange(-9, 10, dtype=np.int64)
+    near = [(c.view(np.int64)[:, None] + steps).reshape(-1).view(np.float64) for c in centres]
+    special = np.array([0.0, np.inf, np.nan, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308])
+    noise = rng.integers(0, 2**63, 20000, dtype=np.int64).view(np.float64)
+    v = np.concatenate(near + [special, noise])
+    return np.concatenate([v, -v])
+
+
+@pytest.mark.parametrize("dt", NARROW_FLOATS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("ulps", [0, 1, 4, 9])
+def test_midpoint_bit_test_matches_the_scaled_one(dt, ulps):
+    r = _around_midpoints(dt, np.random.default_rng(ulps))
+    fast = _numeric.near_midpoint(r, dt, ulps)
+    general = _numeric.near_midpoint_general(r, dt, ulps)
+    assert fast.dtype == np.bool_ and fast.shape == r.shape
+    assert np.array_equal(fast, general)
+    assert fast.sum() > 1000  # the values do reach midpoints
+    for shape in [(), (0,), (3, 0, 2)]:  # rank 0 and empty keep their shape
+        x = np.full(shape, 1.0 + 2.0**-24)
+        assert np.array_equal(_numeric.near_midpoint(x, dt, ulps), _numeric.near_midpoint_general(x, dt, ulps))
+
+
+def test_midpoints_by_hand():
+    near = _numeric.near_midpoint
+    f64_ulp = 2.0**-52
+    assert near(np.array(1 + 2.0**-24), np.float32)  # halfway between 1 and 1 + 2**-23
+    assert near(np.array(1 + 2.0**-24 + 4 * f64_ulp), np.float32, 4)
+    assert not near(np.array(1 + 2.0**-24 + 5 * f64_ulp), np.float32, 4)
+    assert near(np.array(2.0**128 - 2.0**103), np.float32)  # the overflow threshold
+    assert near(np.array(2.0**-150), np.float32)  # half the smallest subnormal
+    assert near(np.array(3 * 2.0**-150), np.float32)  # between the two smallest subnormals
+    assert not near(np.array(2.0**-149), np.float32)
+    assert not near(np.array([np.nan, np.inf, 0.0, -0.0]), np.float32).any()
+    assert near(np.array(1 + 2.0**-8), ml_dtypes.bfloat16)
+
+
+def _adversarial_floats(dt, n, rng):
+    """Values of ``dt`` with signed zeros, infinities, quiet and signaling NaNs
+    of either sign and several payloads, subnormals, extremes and ordinary
+    values, the same values negated and values that differ only in sign."""
+    dt = np.dtype(dt)
+    ut = np.dtype(f"u{dt.itemsize}")
+    info = np.finfo(dt)
+    nbits, m = 8 * dt.itemsize, int(info.nmant)
+    sign, exp_all = 1 << (nbits - 1), ((1 << (nbits - 1 - m)) - 1) << m
+    nans = np.array([exp_all | (1 << (m - 1)), exp_all | (1 << (m - 1)) | 5, exp_all | 1, exp_all | 3],
+                    dtype=ut)
+    nans = np.concatenate([nans, nans | ut.type(sign)]).view(dt)
+    pool = np.concatenate([np.array([0.0, np.inf, 1.0, 0.5, info.max, info.tiny, info.smallest_subnormal,
+                                     3 * info.smallest_subnormal, 127.5, 128.0, 255.5], dtype=dt), nans])
+    pool = np.concatenate([pool, -pool, (rng.standard_normal(64) * 100).astype(dt)])
+    return rng.choice(pool, n)
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_native_maximum_minimum_match_the_general_path(dt, op, monkeypatch):
+    rng = np.random.default_rng(7)
+    a = _adversarial_floats(dt, 4000, rng)
+    b = _adversarial_floats(dt, 4000, rng)
+    b[::5] = -a[::5]  # pairs differing only in sign: +0/-0, +NaN/-NaN, x/-x
+    fn = getattr(elementwise, op)
+    cases = [(a, b), (b, a), (a, np.zeros((), dt)), (-np.zeros((), dt), a), (a[:3], b[:3]),
+             (np.asarray(a[0]), np.asarray(b[0])), (a.reshape(40, 100), np.broadcast_to(b[:100], (40, 100)))]
+    for x, y in cases:
+        fast = fn(np.dtype(dt), x, y)
+        with monkeypatch.context() as mp:
+            mp.setattr(elementwise, "native_float_pair", lambda *_: False)
+            general = fn(np.dtype(dt), x, y)
+        assert fast.dtype == general.dtype == np.dtype(dt) and fast.shape == general.shape
+        assert np.asarray(fast).tobytes() == np.asarray(general).tobytes()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name,high", [("ieee_maximum_number", True), ("ieee_minimum_number", False)])
+def test_maximum_and_minimum_number_order_zeros_and_drop_nan(dt, name, high):
+    from stablehlo_conform.kernels import arith
+
+    rng = np.random.default_rng(3)
+    a = _adversarial_floats(dt, 3000, rng)
+    b = _adversarial_floats(dt, 3000, rng)
+    b[::4] = -a[::4]
+    got = getattr(arith, name)(a, b)
+    # hand-written: NumPy's fmax/fmin, then a +0/-0 pair made +0 (max) or -0 (min)
+    want = np.fmax(a, b) if high else np.fmin(a, b)
+    pair = (a == 0) & (b == 0) & (np.signbit(a) != np.signbit(b))
+    want = np.where(pair, np.zeros((), dt) if high else -np.zeros((), dt), want)
+    ut = np.dtype(f"u{np.dtype(dt).itemsize}")
+    assert np.array_equal(got.view(ut), want.view(ut))
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("el", ["f32", "f64"])
+def test_max_min_folds_with_zeros_of_both_signs_match_the_general_path(kind, el, monkeypatch):
+    # rows of zeros of both signs and negative (max) or positive (min) values:
+    # the ordering of zeros decides results, and init is a zero too
+    rng = np.random.default_rng(11)
+    dt = EL[el]
+    other = -1.0 if kind == "max" else 1.0
+    x = rng.choice(np.array([0.0, -0.0, other, 2 * other], dt), (6, 40))
+    x[0] = -0.0
+    x[1] = 0.0
+    for init in ("0.0", "-0.0"):
+        reduce_t = reduce_text((6, 40), el, (1,), kind, init)
+        scan_t = window_text((6, 40), el, (6, 40), kind, init, _prefix_attrs((6, 40), 1))
+        for text in (reduce_t, scan_t):
+            fast = one(text, x)
+            with monkeypatch.context() as mp:
+                general_only(mp)
+                mp.setattr(elementwise, "native_float_pair", lambda *_: False)
+                general = one(text, x)
+            assert fast.tobytes() == general.tobytes()
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_native_float_compare_matches_the_widened_one(dt, monkeypatch):
+    from stablehlo_conform.kernels import comparison
+
+    rng = np.random.default_rng(9)
+    a = _adversarial_floats(dt, 3000, rng)
+    b = _adversarial_floats(dt, 3000, rng)
+    b[::3] = -a[::3]
+    b[1::3] = a[1::3]
+    for direction in comparison.DIRECTIONS:
+        for x, y in ((a, b), (a, np.zeros((), dt)), (np.asarray(a[0]), np.asarray(b[0]))):
+            fast = comparison.compare_values(x, y, direction, "FLOAT")
+            with monkeypatch.context() as mp:
+                mp.setattr(comparison, "native_float_pair", lambda *_: False)
+                general = comparison.compare_values(x, y, direction, "FLOAT")
+            assert np.shape(fast) == np.shape(general) and np.array_equal(fast, general)
+
+
+# ----------------------------------------------------------------------------- element-wise float ops
+
+
+def test_blocked_float_op_matches_the_whole_operand(monkeypatch):
+    # 1 + 2**-12 squared is an f32 rounding midpoint (the oracle decides it):
+    # some in every block, and blocks of an odd size
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(4099) * 4).astype(np.float32)
+    x[::97] = np.float32(1 + 2.0**-12)
+    x[1::89] = -0.0
+    x[2::101] = np.nan
+    x[3::103] = np.float32(1e-45)
+    two = np.full_like(x, 2.0)
+    whole_tanh = elementwise.float_fn(np.tanh, np.float32, x, op="stablehlo.tanh")
+    whole_pow = elementwise.float_fn(np.power, np.float32, x, two, op="stablehlo.power")
+    whole_bf16 = elementwise.float_fn(np.exp, ml_dtypes.bfloat16, x.astype(ml_dtypes.bfloat16),
+                                      op="stablehlo.exponential")
+    monkeypatch.setattr(elementwise, "FLOAT_BLOCK", 61)
+    assert elementwise.float_fn(np.tanh, np.float32, x, op="stablehlo.tanh").tobytes() == whole_tanh.tobytes()
+    pw = elementwise.float_fn(np.power, np.float32, x, two, op="stablehlo.power")
+    assert pw.tobytes() == whole_pow.tobytes()
+    assert pw[0] == np.float32(1 + 2.0**-11)  # the midpoint rounded to even, exactly
+    bf = elementwise.float_fn(np.exp, ml_dtypes.bfloat16, x.astype(ml_dtypes.bfloat16), op="stablehlo.exponential")
+    assert bf.tobytes() == whole_bf16.tobytes()
+    # operands of different shapes are taken whole
+    r = elementwise.float_fn(np.power, np.float32, x, np.float32(2.0), op="stablehlo.power")
+    assert r.tobytes() == whole_pow.tobytes()
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_native_abs_matches_the_widened_one(dt):
+    x = _adversarial_floats(dt, 3000, np.random.default_rng(2))
+    ut = np.dtype(f"u{np.dtype(dt).itemsize}")
+    quiet_bit = ut.type(1 << (np.finfo(dt).nmant - 1))
+    signaling = np.isnan(x) & ((x.view(ut) & quiet_bit) == 0)
+    fast = elementwise.abs_(np.dtype(dt), x)
+    general = elementwise.float_fn(np.abs, np.dtype(dt), x)
+    assert fast.dtype == np.dtype(dt)
+    assert np.array_equal(fast.view(ut)[~signaling], general.view(ut)[~signaling])
+    # a signaling NaN keeps its payload: abs clears the sign bit only (IEEE 754
+    # abs); widening to f64 quiets it
+    sign = ut.type(1 << (8 * np.dtype(dt).itemsize - 1))
+    assert signaling.any() and np.array_equal(fast.view(ut)[signaling], x.view(ut)[signaling] & ~sign)
+
+
+# ----------------------------------------------------------------------------- convert float -> integer
+
+
+@pytest.mark.parametrize("src", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("dst", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32])
+def test_clipped_float_to_int_matches_the_general_path(src, dst, monkeypatch):
+    from stablehlo_conform.kernels import conversion
+
+    src, dst = np.dtype(src), np.dtype(dst)
+    if not conversion._clips_exactly(src, dst):
+        assert np.iinfo(dst).bits >= 16 and src.itemsize <= 4  # the limits are not exact in src
+        return
+    rng = np.random.default_rng(src.itemsize * 10 + dst.itemsize)
+    lo, hi = conversion.int_limits(dst)
+    edges = [b + d for b in (lo, hi, 0) for d in (-1.5, -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1, 1.5)]
+    x = np.concatenate([np.array(edges).astype(src), _adversarial_floats(src, 3000, rng),
+                        (rng.standard_normal(3000) * 1.3 * max(-lo, hi)).astype(src)])
+    for v in (x, x[:1].reshape(()), x[:0]):
+        fast = conversion.float_to_int(v, dst)
+        with monkeypatch.context() as mp:
+            mp.setattr(conversion, "_clips_exactly", lambda *_: False)
+            general = conversion.float_to_int(v, dst)
+        assert fast.dtype == general.dtype == dst and fast.shape == general.shape
+        assert np.array_equal(fast, general)
+
+
+# ----------------------------------------------------------------------------- heap
+
+
+def test_heap_thresholds_are_set_once_on_glibc():
+    import platform
+
+    from stablehlo_conform.kernels import _heap
+
+    first = _heap.keep_freed_memory()
+    assert _heap.keep_freed_memory() is first
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert first is True

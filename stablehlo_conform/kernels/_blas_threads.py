@@ -14,6 +14,10 @@ The thread count is set through OpenBLAS's own ``set_num_threads`` entry
 point in the library NumPy loaded and restored afterwards, so code sharing
 the process keeps its setting. Where the library or the entry point cannot
 be found (another BLAS), products run as NumPy runs them.
+
+The first block of the process, where the library is looked up, also keeps
+freed memory in the process for the kernels' next arrays
+(:func:`._heap.keep_freed_memory`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import threading
 from collections.abc import Callable
 
 import numpy as np
+
+from ._heap import keep_freed_memory
 
 _ENTRY_POINTS = (
     ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
@@ -74,6 +80,7 @@ class one_blas_thread:
                 return
             if _controls is False:
                 _controls = _find()
+                keep_freed_memory()
             if _controls is not None:
                 self.before = _controls[0]()
                 if self.before != 1:

@@ -24,7 +24,14 @@ F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
 C128 = np.dtype(np.complex128)
 
-_NATIVE_FLOATS = (np.dtype(np.float16), F32, F64)
+NATIVE_FLOATS = (np.dtype(np.float16), F32, F64)
+
+
+def native_float_pair(a, b) -> bool:
+    """Both operands f16, f32 or f64 of one dtype: NumPy's own ufuncs and
+    comparisons on them are exact, no widening needed."""
+    dt = np.asarray(a).dtype
+    return dt in NATIVE_FLOATS and np.asarray(b).dtype == dt
 
 
 @lru_cache(maxsize=None)
@@ -104,7 +111,7 @@ def wide(x: np.ndarray) -> np.ndarray:
     k = kind_of(x.dtype)
     if k == "complex":
         return x.astype(C128)
-    if x.dtype in _NATIVE_FLOATS:
+    if x.dtype in NATIVE_FLOATS:
         return x.astype(F64)
     return x.astype(F32).astype(F64)
 
@@ -137,7 +144,7 @@ def _round_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
         return x.astype(dt)
     if x.dtype.kind == "c":
         x = x.real
-    if dt in _NATIVE_FLOATS:
+    if dt in NATIVE_FLOATS:
         return x.astype(dt)
     if k == "float" and x.dtype == F64:
         return _f64_to_f32_odd(x).astype(dt)
@@ -149,7 +156,7 @@ def significand_and_emin(dt: np.dtype) -> tuple[int, int]:
     """(significand bits with the leading one, exponent of the smallest normal
     number) of a float dtype."""
     dt = np.dtype(dt)
-    info = np.finfo(dt) if dt in _NATIVE_FLOATS else ml_dtypes.finfo(dt)
+    info = np.finfo(dt) if dt in NATIVE_FLOATS else ml_dtypes.finfo(dt)
     return int(info.nmant) + 1, int(info.minexp)
 
 
@@ -159,7 +166,61 @@ def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
 
     Where ``r`` approximates a value to within that many f64 ULPs, rounding
     ``r`` into ``dt`` can differ from rounding the value itself only there
-    (double rounding)."""
+    (double rounding).
+
+    A finite ``r`` of magnitude at least the smallest normal number of ``dt``
+    drops the low ``d = 53 - p`` bits of its f64 significand when rounded into
+    ``dt`` (``p`` significand bits), so it lies on a midpoint when those bits
+    are ``100...0`` and within ``k`` f64 ULPs of one when they differ from that
+    pattern by at most ``k`` as an integer: one add, one and and one compare on
+    the bit patterns. The other elements (zeros, subnormal range of ``dt``,
+    infinities, NaN) are few; they take :func:`near_midpoint_general`, which
+    the bit test equals element for element where both apply."""
+    consts = _midpoint_constants(np.dtype(dt), f64_ulps)
+    r = np.asarray(r, dtype=F64)
+    if consts is None:
+        return near_midpoint_general(r, dt, f64_ulps)
+    shift, low, width, lo, span = consts
+    flat = r.reshape(-1)
+    bits = flat.view(np.uint64)
+    work = np.add(bits, shift)
+    work &= low
+    mask = work <= width
+    # finite with |r| >= 2**emin: the sign shifted out, one unsigned range test
+    np.left_shift(bits, _ONE, out=work)
+    work -= lo
+    regular = work < span
+    if not regular.all():
+        mask &= regular
+        other = ~regular
+        mask[other] = near_midpoint_general(flat[other], dt, f64_ulps)
+    return mask.reshape(r.shape)
+
+
+_ONE = np.uint64(1)
+
+
+@lru_cache(maxsize=None)
+def _midpoint_constants(dt: np.dtype, f64_ulps: int):
+    """The bit-pattern constants of :func:`near_midpoint` (None where the
+    dropped bits are too few for its test): the offset that moves the
+    midpoint pattern of the low ``d`` bits to ``f64_ulps``, the mask of those
+    bits, the width ``2 * f64_ulps`` of the window, and the bounds of the
+    finite normal range of ``dt`` shifted left by one."""
+    p, emin = significand_and_emin(dt)
+    d = 53 - p
+    if d < 2 or 2 * f64_ulps >= 1 << (d - 1):
+        return None
+    lo = (emin + 1023) << 53
+    return (np.uint64((f64_ulps - (1 << (d - 1))) % (1 << 64)), np.uint64((1 << d) - 1),
+            np.uint64(2 * f64_ulps), np.uint64(lo), np.uint64((0x7FF << 53) - lo))
+
+
+def near_midpoint_general(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
+    """:func:`near_midpoint` by scaling: ``r`` is scaled by a power of two so
+    that one ULP of ``dt`` (at ``r``'s exponent, or the subnormal ULP below the
+    normal range) becomes 1, and the fraction of the scaled value is compared
+    with 1/2 in units of its own f64 spacing."""
     p, emin = significand_and_emin(dt)
     r = np.asarray(r, dtype=F64)
     with np.errstate(all="ignore"):
@@ -172,11 +233,51 @@ def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
         return ok & (np.abs(frac - 0.5) <= f64_ulps * np.spacing(s))
 
 
+_SIGN_BITS = {np.dtype(np.float16): np.uint16, F32: np.uint32, F64: np.uint64}
+
+
+def order_zero_result(x, y, r, high: bool) -> np.ndarray:
+    """``r`` = ``np.maximum``/``np.fmax`` (``high``) or ``np.minimum``/``np.fmin``
+    of the native floats ``x`` and ``y``, with zeros ordered as IEEE-754
+    ``maximum``/``minimum`` order them: -0 < +0.
+
+    NumPy may return either zero when the operands are ``+0`` and ``-0``; it
+    is right everywhere else. Such a pair is a pair whose bit patterns differ
+    in the sign bit only (one xor and one compare find them all; for other
+    values ``x == -y`` the order is not in doubt, and a NaN result stays), and
+    where it gives a zero result, the result is ``+0`` (maximum) or ``-0``
+    (minimum)."""
+    r = np.asarray(r)
+    ut = _SIGN_BITS[r.dtype]
+    sign = ut(1 << (8 * r.dtype.itemsize - 1))
+    xb = np.asarray(x, dtype=r.dtype).view(ut)
+    yb = np.asarray(y, dtype=r.dtype).view(ut)
+    tie = (xb ^ yb) == sign
+    if not tie.any():
+        return r
+    tie &= r == 0  # a pair x, -x with x not zero (a clamp to [-c, c]) needs nothing
+    if not tie.any():
+        return r
+    zero = np.zeros((), r.dtype) if high else -np.zeros((), r.dtype)
+    return np.where(tie, zero, r)
+
+
+def ieee_maximum(x, y) -> np.ndarray:
+    """IEEE-754 2019 maximum of native floats: NaN-propagating (the first
+    NaN operand, as ``np.maximum``), -0 < +0."""
+    return order_zero_result(x, y, np.maximum(x, y), True)
+
+
+def ieee_minimum(x, y) -> np.ndarray:
+    """IEEE-754 2019 minimum of native floats: NaN-propagating, -0 < +0."""
+    return order_zero_result(x, y, np.minimum(x, y), False)
+
+
 @lru_cache(maxsize=None)
 def float_format(dt: np.dtype) -> tuple[int, int]:
     """(exponent bits, explicit mantissa bits) of a float dtype."""
     dt = np.dtype(dt)
-    info = np.finfo(dt) if dt in _NATIVE_FLOATS else ml_dtypes.finfo(dt)
+    info = np.finfo(dt) if dt in NATIVE_FLOATS else ml_dtypes.finfo(dt)
     nbits = bits_of(dt)
     m = int(info.nmant)
     e = nbits - m - 1

@@ -20,6 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import types as T
+from ._numeric import ieee_maximum, ieee_minimum, order_zero_result
 from .registry import kernel
 
 _I64 = np.dtype(np.int64)
@@ -371,38 +372,14 @@ def _float_binary(name, fn):
     return k
 
 
-def _zeros_ordered_low(x, y, r):
-    """``r`` with the minimum of two zeros made -0 when either is -0."""
-    both_zero = (x == 0) & (y == 0)
-    neg = np.signbit(x) | np.signbit(y)
-    return np.where(both_zero, np.where(neg, -np.zeros_like(r), np.zeros_like(r)), r)
-
-
-def _zeros_ordered_high(x, y, r):
-    """``r`` with the maximum of two zeros made +0 when either is +0."""
-    both_zero = (x == 0) & (y == 0)
-    pos = ~np.signbit(x) | ~np.signbit(y)
-    return np.where(both_zero, np.where(pos, np.zeros_like(r), -np.zeros_like(r)), r)
-
-
-def ieee_minimum(x, y):
-    """IEEE-754 2019 minimum: NaN-propagating, -0 < +0."""
-    return _zeros_ordered_low(x, y, np.minimum(x, y))
-
-
-def ieee_maximum(x, y):
-    """IEEE-754 2019 maximum: NaN-propagating, -0 < +0."""
-    return _zeros_ordered_high(x, y, np.maximum(x, y))
-
-
 def ieee_minimum_number(x, y):
     """IEEE-754 2019 minimumNumber: a NaN operand loses, -0 < +0."""
-    return _zeros_ordered_low(x, y, np.fmin(x, y))
+    return order_zero_result(x, y, np.fmin(x, y), False)
 
 
 def ieee_maximum_number(x, y):
     """IEEE-754 2019 maximumNumber: a NaN operand loses, -0 < +0."""
-    return _zeros_ordered_high(x, y, np.fmax(x, y))
+    return order_zero_result(x, y, np.fmax(x, y), True)
 
 
 _float_binary("arith.addf", np.add)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
-from ._numeric import bits_of, float_bits, kind_of, wide
+from ._numeric import bits_of, float_bits, kind_of, native_float_pair, wide
 from .elementwise import _element, dequantize
 from .registry import kernel
 
@@ -78,6 +78,8 @@ def compare_values(a, b, direction: str, ctype: str | None) -> np.ndarray:
     if k == "float":
         if ctype == "TOTALORDER":
             return _apply_direction(total_order_key(a), total_order_key(b), direction)
+        if native_float_pair(a, b):
+            return _apply_direction(a, b, direction)
         return _apply_direction(wide(a), wide(b), direction)
     if k in ("int", "uint") and bits_of(a.dtype) < 8:
         return _apply_direction(a.astype(np.int64), b.astype(np.int64), direction)

@@ -31,6 +31,8 @@ infinity of the same sign when ``mantissa_bits = 0``.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import ml_dtypes
 import numpy as np
 
@@ -38,6 +40,7 @@ from .. import types as T
 from ._numeric import (
     F32,
     F64,
+    NATIVE_FLOATS,
     bits_of,
     float_bits,
     float_format,
@@ -106,6 +109,8 @@ def float_to_int(x: np.ndarray, dt) -> np.ndarray:
     w = np.asarray(x)
     if w.dtype.kind == "c":
         w = w.real
+    if _clips_exactly(w.dtype, dt):
+        return _float_to_int_clipped(w, dt, lo, hi)
     w = w.astype(F64) if w.dtype in (F32, F64, np.dtype(np.float16)) else w.astype(F32).astype(F64)
     with np.errstate(all="ignore"):
         t = np.trunc(w)
@@ -121,6 +126,31 @@ def float_to_int(x: np.ndarray, dt) -> np.ndarray:
         r = np.where(over, np.int64(hi), np.where(under, np.int64(lo), mid))
         # saturated into [lo, hi]: nothing left to wrap
         return r.astype(dt) if bits_of(dt) >= 8 else wrap_i64(r, dt)
+
+
+@lru_cache(maxsize=None)
+def _clips_exactly(src: np.dtype, dt: np.dtype) -> bool:
+    """Whether ``src`` (f16/f32/f64) holds both limits of the integer type
+    ``dt`` (8 to 32 bits) exactly: :func:`_float_to_int_clipped` applies."""
+    if src not in NATIVE_FLOATS or dt.kind not in "iu" or dt.itemsize > 4:
+        return False
+    top = float(np.finfo(src).max)
+    return all(abs(v) <= top and int(src.type(v)) == v for v in int_limits(dt))
+
+
+def _float_to_int_clipped(w: np.ndarray, dt: np.dtype, lo: int, hi: int) -> np.ndarray:
+    """:func:`float_to_int` for an f16/f32/f64 source whose type holds the
+    target's limits exactly (e.g. f32 -> i8/ui8/i16/ui16, f64 -> i32/ui32),
+    without widening: clipping to the integer limits commutes with truncation
+    toward zero (both limits are integers), so ``clip`` then NumPy's cast
+    (which truncates, and is defined for every clipped value) gives the
+    saturated result; NaN, which ``clip`` keeps, is then set to 0."""
+    with np.errstate(all="ignore"):
+        r = np.asarray(np.clip(w, w.dtype.type(lo), w.dtype.type(hi)).astype(dt))
+    nan = np.isnan(w)
+    if nan.any():
+        r[nan] = 0
+    return r
 
 
 def convert_values(x: np.ndarray, dt) -> np.ndarray:

@@ -31,10 +31,13 @@ import numpy as np
 from .. import types as T
 from ._numeric import (
     bits_of,
+    ieee_maximum,
+    ieee_minimum,
     is_signed,
     is_subbyte_int,
     kind_of,
     make_complex,
+    native_float_pair,
     near_midpoint,
     out,
     round_to,
@@ -157,6 +160,11 @@ def binary(*names):
 # generic computation paths
 # --------------------------------------------------------------------------- #
 
+# elements per block of a large element-wise float op (its f64 temporaries
+# are a few of 512 KiB)
+FLOAT_BLOCK = 1 << 16
+
+
 def float_fn(f, dt, *xs, op: str | None = None, refine=None):
     """Compute ``f`` in f64/complex128 and round once into ``dt``.
 
@@ -165,7 +173,26 @@ def float_fn(f, dt, *xs, op: str | None = None, refine=None):
     of a narrower ``dt`` (where rounding the f64 value could round the other
     way than the exact value: double rounding) are evaluated exactly by the
     oracle and rounded once; so are the elements ``refine(*wide_args, r)``
-    marks (regions where the f64 function loses relative accuracy)."""
+    marks (regions where the f64 function loses relative accuracy).
+
+    Operands of one shape with more than two blocks of ``FLOAT_BLOCK``
+    elements are computed block by block into the result (``f``, ``refine``
+    and the midpoint test are element-wise, so the values are the same): the
+    f64 temporaries of one block stay in cache, those of a whole large
+    operand do not."""
+    xs = [np.asarray(x) for x in xs]
+    n = xs[0].size
+    if n <= 2 * FLOAT_BLOCK or any(x.shape != xs[0].shape for x in xs):
+        return _float_fn(f, dt, xs, op, refine)
+    flat = [x.reshape(-1) for x in xs]
+    res = np.empty(n, dtype=dt)
+    for i in range(0, n, FLOAT_BLOCK):
+        res[i:i + FLOAT_BLOCK] = _float_fn(f, dt, [x[i:i + FLOAT_BLOCK] for x in flat], op, refine)
+    return res.reshape(xs[0].shape)
+
+
+def _float_fn(f, dt, xs, op, refine):
+    """:func:`float_fn` on operands taken whole."""
     ws = [wide(x) for x in xs]
     with np.errstate(all="ignore"):
         r = f(*ws)
@@ -187,7 +214,7 @@ def float_fn(f, dt, *xs, op: str | None = None, refine=None):
         return res
     from ..oracle.exact import correctly_rounded
 
-    args = np.broadcast_arrays(*[np.asarray(x) for x in xs])
+    args = np.broadcast_arrays(*xs)
     res = np.array(np.broadcast_to(res, mask.shape), dtype=dt)
     res[mask] = correctly_rounded(op, [a[mask] for a in args], dt)
     return res
@@ -228,7 +255,7 @@ def abs_(dt, x):
         return int_fn(np.abs, dt, x)
     if k == "complex":
         return round_to(np.abs(x.astype(np.complex128)), dt)
-    return float_fn(np.abs, dt, x)
+    return exact_float_fn(np.abs, dt, x)
 
 
 @binary("stablehlo.add")
@@ -431,7 +458,11 @@ def negate(dt, x):
 # --------------------------------------------------------------------------- #
 
 def _pick_max(a, b):
-    """Mask choosing ``a`` for IEEE-754 maximum (NaN-propagating, +0 > -0)."""
+    """Mask choosing ``a`` for IEEE-754 maximum (NaN-propagating, +0 > -0).
+
+    The general path of ``maximum``; f16/f32/f64 take :func:`.ieee_maximum`
+    (the same choices: ``a`` if it is NaN, else ``b`` if it is NaN, else the
+    larger, ``+0`` over ``-0``)."""
     wa, wb = wide(a), wide(b)
     return np.isnan(wa) | ((wa > wb) & ~np.isnan(wb)) | ((wa == wb) & ~np.signbit(wa))
 
@@ -460,6 +491,8 @@ def maximum(dt, a, b):
         return int_fn(np.maximum, dt, a, b)
     if k == "complex":
         return np.where(_lex(a, b, True), a, b)
+    if native_float_pair(a, b):
+        return ieee_maximum(a, b)
     return np.where(_pick_max(a, b), a, b)
 
 
@@ -472,6 +505,8 @@ def minimum(dt, a, b):
         return int_fn(np.minimum, dt, a, b)
     if k == "complex":
         return np.where(_lex(a, b, False), a, b)
+    if native_float_pair(a, b):
+        return ieee_minimum(a, b)
     return np.where(_pick_min(a, b), a, b)
 
 

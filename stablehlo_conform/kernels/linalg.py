@@ -85,13 +85,14 @@ def _type_bound(dt: np.dtype) -> float:
 
 
 def matmul_exact(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
-    """``a @ b`` (batched) in ``cdt``; integer products exact modulo 2**64."""
+    """``a @ b`` (batched) in ``cdt``; integer products exact modulo 2**64
+    (those computed in f32 come back as int32, which holds them)."""
     if cdt.kind in "iu":
         k = a.shape[-1]
         if _type_bound(a.dtype) * _type_bound(b.dtype) * max(k, 1) < 2.0 ** 24:
             # every product and partial sum is an integer below 2**24 whatever
             # the values: exact in f32 in any order (8-bit operands, k <= 1024)
-            return _blas(a.astype(np.float32), b.astype(np.float32)).astype(cdt)
+            return _blas(a.astype(np.float32), b.astype(np.float32)).astype(np.int32)
         a64 = a.astype(cdt, copy=False)
         b64 = b.astype(cdt, copy=False)
         bound = _max_abs(a64) * _max_abs(b64) * max(k, 1)

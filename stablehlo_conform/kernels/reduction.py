@@ -46,8 +46,7 @@ import dataclasses
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._numeric import kind_of
-from .arith import ieee_maximum, ieee_minimum
+from ._numeric import ieee_maximum, ieee_minimum, kind_of
 from .registry import kernel
 
 # ---------------------------------------------------------------------------
@@ -155,6 +154,15 @@ def order_zeros(kind: str, r: np.ndarray, neg_zero: np.ndarray, pos_zero: np.nda
     return np.where((r == 0) & pos_zero, np.abs(r), r)
 
 
+def _mixed_zeros(x: np.ndarray) -> bool:
+    """Whether float ``x`` holds both a +0 and a -0: only then can a max/min
+    by ``np.maximum``/``np.minimum`` (which return one of their operands, any
+    of two zeros) pick the wrong zero."""
+    ut = np.dtype(f"u{x.dtype.itemsize}")
+    b = x.view(ut)
+    return bool((b == ut.type(0)).any()) and bool((b == ut.type(1 << (8 * x.dtype.itemsize - 1))).any())
+
+
 def _zero_flags(x: np.ndarray):
     z = x == 0
     neg = np.signbit(x)
@@ -164,7 +172,7 @@ def _zero_flags(x: np.ndarray):
 def reduce_last(kind: str, uf, x: np.ndarray) -> np.ndarray:
     """``uf.reduce`` over the last axis, with zeros ordered for float max/min."""
     r = uf.reduce(x, axis=-1)
-    if _orders_zeros(kind, x.dtype):
+    if _orders_zeros(kind, x.dtype) and _mixed_zeros(x):
         neg, pos = _zero_flags(x)
         r = order_zeros(kind, r, neg.any(axis=-1), pos.any(axis=-1))
     return r
@@ -419,6 +427,14 @@ def reduce_window(op, *operands):
     out_dtypes = [op.result_dtype(i) for i in range(n)]
     inputs, inits = _converted_operands(op, operands, n)
     out_shape = tuple(op.result_shape(0))
+    kind = simple_body(op) if n == 1 and not quant and inputs[0].dtype == out_dtypes[0] else None
+    if (kind is not None and inputs[0].size > 0 and len(out_shape) == rank
+            and all(o in (None, d) for o, d in zip(out_shape, inputs[0].shape))):
+        # a running fold (cumsum, cummax, ...): no padded copy, no window view
+        axis = prefix_axis(inputs[0].shape, wd, ws, bd, wdl, pad)
+        r = prefix_scan(kind, inputs[0], axis, inits[0]) if axis is not None else None
+        if r is not None:
+            return (r,)
     padded = [pad_dilate(x, pad[:, 0], pad[:, 1], [b - 1 for b in bd], v) for x, v in zip(inputs, inits)]
     wins = [windows(p, wd, ws, wdl) for p in padded]
     # Padding and base-dilation holes hold the init value (spec.md#reduce_window);
@@ -433,17 +449,10 @@ def reduce_window(op, *operands):
     out_shape = wins[0].shape[:rank]
     n_out = int(np.prod(out_shape, dtype=np.int64))
     offsets = window_offsets(wd) if n_out > 0 else []
-    if n == 1 and not quant:
-        kind = simple_body(op)
-        if kind is not None and inputs[0].dtype == out_dtypes[0]:
-            axis = prefix_axis(inputs[0].shape, wd, ws, bd, wdl, pad)
-            r = None
-            if axis is not None and n_out > 0:
-                r = prefix_scan(kind, inputs[0], axis, inits[0])
-            if r is None:
-                r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape, valid)
-            if r is not None:
-                return (r,)
+    if kind is not None:
+        r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape, valid)
+        if r is not None:
+            return (r,)
     body = op.region(0, lanes=True)
     accs = [np.full(out_shape, v, dtype=v.dtype) for v in inits]
     for off in offsets:
@@ -484,9 +493,10 @@ def prefix_scan(kind, x: np.ndarray, axis: int, init):
     The same schedule as the window fold (padding skipped, the window's
     elements in index order from ``init``, rounding into the element type
     after every step): result ``i`` is ``(((init op x0) op x1) ... op xi)``,
-    which is ``ufunc.accumulate`` over ``init, x0, x1, ...`` (a strictly
-    sequential left fold), minus its first element; float max/min then order
-    a zero result as the ops do (-0 < +0, from which zeros the prefix holds).
+    which is ``ufunc.accumulate`` (a strictly sequential left fold) over
+    ``init op x0, x1, x2, ...``, in place in one copy of the input; float
+    max/min then order a zero result as the ops do (-0 < +0, from which zeros
+    the prefix holds; only needed when the input holds zeros of both signs).
     Integers are computed in
     64 bits and wrapped once (wrapping commutes with ``+`` and ``*``); f16,
     bf16 and f8 run the fold step by step along the axis with a rounding
@@ -498,21 +508,25 @@ def prefix_scan(kind, x: np.ndarray, axis: int, init):
         return None
     cdt, uf = fold
     xm = np.moveaxis(x, axis, -1).astype(cdt, copy=False)
-    first = np.full(xm.shape[:-1] + (1,), np.asarray(init).astype(cdt), dtype=cdt)
+    first = np.asarray(init).astype(cdt)
     if cdt != dtype and cdt.kind == "f":
-        acc = first[..., 0]
+        acc = np.full(xm.shape[:-1], first, dtype=cdt)
         out = np.empty(xm.shape, dtype=cdt)
         for i in range(xm.shape[-1]):
             acc = uf(acc, xm[..., i]).astype(dtype).astype(cdt)
             out[..., i] = acc
     else:
-        seq = np.concatenate([first, xm], axis=-1)
-        out = ufunc_for(kind, cdt).accumulate(seq, axis=-1)
-        if _orders_zeros(kind, cdt):  # as binary_for: -0 < +0 for a zero seen so far
-            neg, pos = _zero_flags(seq)
-            out = order_zeros(kind, out, np.logical_or.accumulate(neg, axis=-1),
-                              np.logical_or.accumulate(pos, axis=-1))
-        out = out[..., 1:]
+        # the fold in place: the first element combined with init, then one
+        # accumulate (each element combined with the fold before it)
+        out = np.array(xm, dtype=cdt, order="C")
+        out[..., 0] = uf(first, out[..., 0])
+        flags = None
+        if _orders_zeros(kind, cdt) and _mixed_zeros(out):  # -0 < +0 for a zero seen so far
+            flags = _zero_flags(out)
+        ufunc_for(kind, cdt).accumulate(out, axis=-1, out=out)
+        if flags is not None:
+            out = order_zeros(kind, out, np.logical_or.accumulate(flags[0], axis=-1),
+                              np.logical_or.accumulate(flags[1], axis=-1))
     return contiguous(cast_result(np.moveaxis(out, -1, axis), dtype))
 
 
