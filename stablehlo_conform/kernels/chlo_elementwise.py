@@ -37,6 +37,7 @@ import numpy as np
 from ._lazy import special as sc
 
 from ._numeric import (
+    F64,
     bits_of,
     float_bits,
     float_from_bits,
@@ -50,6 +51,7 @@ from ._numeric import (
     wide,
     wrap_i64,
 )
+from . import _extended as X
 from . import bitwise as B
 from . import elementwise as E
 from . import float_math as M
@@ -59,9 +61,14 @@ from .registry import kernel
 _U64 = np.uint64
 
 
-def _chlo_unary(name, f, refine=None):
+def _chlo_unary(name, f, refine=None, f64=None):
+    """``f`` on f64 values, rounded once; on an f64 result type ``f64`` instead (default: ``f``
+    evaluated in extended precision, :func:`._extended.in_f64`)."""
+    f64 = f64 or X.in_f64(f)
+
     def g(dt, x):
-        return E.float_fn(f, dt, x, op=name, refine=refine)
+        real_f64 = np.dtype(dt) == F64
+        return E.float_fn(f64 if real_f64 else f, dt, x, op=name, refine=refine)
 
     g.__name__ = name.split(".")[-1]
     return E.unary(name)(g)
@@ -79,6 +86,22 @@ def _digamma(w):
     r = sc.digamma(w)
     r = np.where((w < 0) & (w == np.floor(w)), np.nan, r)
     return np.where(w == 0, -np.inf, r)
+
+
+def _digamma_f64(w):
+    return np.where(w == 0, -np.inf, X.digamma(w).astype(F64))
+
+
+def _erfc(w):
+    """SciPy's ``erfc``; where it underflows to 0 (``x > 26.6``), the smallest f64 subnormal
+    instead: the value is positive, which rounds to +0 in the types with a zero and to
+    ``2**-127`` in ``f8E8M0FNU``, which has none."""
+    r = sc.erfc(w)
+    return np.where((r == 0) & (w < np.inf), 5e-324, r)
+
+
+def _erf_inv_f64(w):
+    return X.erf_inv(w, sc.erfinv(w)).astype(F64)
 
 
 def _near_negative_root(w, r):
@@ -127,13 +150,13 @@ atanh = _chlo_unary("chlo.atanh", np.arctanh)
 cosh = _chlo_unary("chlo.cosh", np.cosh)
 sinh = _chlo_unary("chlo.sinh", np.sinh)
 tan = _chlo_unary("chlo.tan", np.tan)
-bessel_i0e = _chlo_unary("chlo.bessel_i0e", sc.i0e)
-bessel_i1e = _chlo_unary("chlo.bessel_i1e", _odd(sc.i1e))
-digamma = _chlo_unary("chlo.digamma", _digamma, _near_negative_root)
-erf = _chlo_unary("chlo.erf", sc.erf)
-erfc = _chlo_unary("chlo.erfc", sc.erfc)
-erf_inv = _chlo_unary("chlo.erf_inv", _odd(sc.erfinv))
-lgamma = _chlo_unary("chlo.lgamma", _lgamma, _near_negative_root)
+bessel_i0e = _chlo_unary("chlo.bessel_i0e", sc.i0e, f64=sc.i0e)
+bessel_i1e = _chlo_unary("chlo.bessel_i1e", _odd(sc.i1e), f64=X.in_f64(X.bessel_i1e))
+digamma = _chlo_unary("chlo.digamma", _digamma, _near_negative_root, f64=_digamma_f64)
+erf = _chlo_unary("chlo.erf", sc.erf, f64=X.in_f64(X.erf))
+erfc = _chlo_unary("chlo.erfc", _erfc, f64=X.in_f64(X.erfc))
+erf_inv = _chlo_unary("chlo.erf_inv", _odd(sc.erfinv), f64=_odd(_erf_inv_f64))
+lgamma = _chlo_unary("chlo.lgamma", _lgamma, _near_negative_root, f64=X.in_f64(X.lgamma))
 
 
 def _chlo_binary(name, f):

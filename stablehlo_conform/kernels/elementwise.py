@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import types as T
 from ._numeric import (
+    LONG_OK,
     bits_of,
     is_signed,
     is_subbyte_int,
@@ -45,7 +46,6 @@ from ._numeric import (
 )
 from .registry import kernel
 
-_LONG_OK = np.finfo(np.longdouble).nmant >= 63
 
 _NATIVE = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64),
            np.dtype(np.complex64), np.dtype(np.complex128))
@@ -316,7 +316,7 @@ def complex_divide(a, b):
     infinite part into NaN."""
     with np.errstate(all="ignore"):
         q = np.divide(a, b)
-        if _LONG_OK and q.dtype == np.dtype(np.complex128):
+        if LONG_OK and q.dtype == np.dtype(np.complex128):
             # (a * conj(b)) / |b|^2 in extended precision: no overflow or
             # underflow for finite f64 parts, one rounding into f64
             ab, bb = np.broadcast_arrays(a, b)
