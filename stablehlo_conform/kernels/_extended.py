@@ -278,11 +278,60 @@ def lgamma(x) -> np.ndarray:
     return r + 0  # lgamma(1) = lgamma(2) = +0
 
 
+CW = np.clongdouble if LONG_OK else np.complex128
+"""The complex working type."""
+
+
 def in_f64(f):
-    """``f`` (a NumPy function of real arrays) evaluated in :data:`W` and rounded once into f64."""
+    """``f`` (a NumPy function of real or complex arrays) evaluated in :data:`W` (:data:`CW`)
+    and rounded once into f64 (each part into f64)."""
     def g(*ws):
         with np.errstate(all="ignore"):
-            return np.asarray(f(*[np.asarray(w).astype(W) for w in ws])).astype(np.float64)
+            args = [np.asarray(w) for w in ws]
+            cplx = any(a.dtype.kind == "c" for a in args)
+            r = f(*[a.astype(CW if cplx else W) for a in args])
+            return np.asarray(r).astype(np.complex128 if cplx else np.float64)
 
     g.__name__ = getattr(f, "__name__", "f")
     return g
+
+
+def complex_expm1(z):
+    """``exp(z) - 1 = (expm1(x) cos y - 2 sin(y/2)^2) + i exp(x) sin y`` (no cancellation for
+    small ``|z|``; the imaginary part keeps a zero ``y`` where ``exp(x)`` overflows)."""
+    x, y = z.real, z.imag
+    h = np.sin(y / 2)
+    im = np.where(y == 0, y, np.exp(x) * np.sin(y))
+    return _assemble(np.expm1(x) * np.cos(y) - 2 * h * h, im, z)
+
+
+def complex_log1p(z):
+    """``log(1 + z) = log|1 + z| + i atan2(y, 1 + x)``, the modulus as ``log1p(x (2 + x) + y^2)
+    / 2`` (accurate for small ``|z|``) unless ``|1 + z|`` is below 1/2 (then ``log`` of it)."""
+    x, y = z.real, z.imag
+    xp = 1 + x
+    u = x * (2 + x) + y * y
+    near = np.abs(u) < 0.75
+    re = np.where(near, np.log1p(np.where(near, u, 0)) / 2, np.log(np.hypot(xp, y)))
+    return _assemble(re, np.arctan2(y, xp), z)
+
+
+def complex_logistic(z):
+    """``1 / (1 + exp(-z))``, as ``exp(z) / (1 + exp(z))`` for ``re z < 0`` (``exp(-z)`` would
+    overflow to a NaN quotient)."""
+    e = np.exp(np.where(z.real < 0, z, -z))
+    return np.where(z.real < 0, e / (1 + e), 1 / (1 + e))
+
+
+def complex_cbrt(z):
+    """The principal cube root ``|z|^(1/3) exp(i arg(z) / 3)``."""
+    r = np.cbrt(np.hypot(z.real, z.imag))
+    t = np.arctan2(z.imag, z.real) / 3
+    return _assemble(np.where(r == 0, z.real, r * np.cos(t)), np.where(r == 0, z.imag, r * np.sin(t)), z)
+
+
+def _assemble(re, im, like):
+    out = np.empty(np.shape(re), dtype=np.asarray(like).dtype)
+    out.real = re
+    out.imag = im
+    return out

@@ -37,6 +37,7 @@ import numpy as np
 from ._lazy import special as sc
 
 from ._numeric import (
+    C128,
     F64,
     bits_of,
     float_bits,
@@ -62,13 +63,15 @@ _U64 = np.uint64
 
 
 def _chlo_unary(name, f, refine=None, f64=None):
-    """``f`` on f64 values, rounded once; on an f64 result type ``f64`` instead (default: ``f``
-    evaluated in extended precision, :func:`._extended.in_f64`)."""
+    """``f`` on f64 (complex128) values, rounded once; on an f64 result type ``f64`` instead,
+    and on complex128 ``f`` in extended precision (default ``f64``: that too,
+    :func:`._extended.in_f64`)."""
+    complex_f64 = f64 is None
     f64 = f64 or X.in_f64(f)
 
     def g(dt, x):
-        real_f64 = np.dtype(dt) == F64
-        return E.float_fn(f64 if real_f64 else f, dt, x, op=name, refine=refine)
+        wide_f = f64 if np.dtype(dt) == F64 or (np.dtype(dt) == C128 and complex_f64) else f
+        return E.float_fn(wide_f, dt, x, op=name, refine=refine)
 
     g.__name__ = name.split(".")[-1]
     return E.unary(name)(g)
@@ -209,13 +212,17 @@ def conj(dt, x):
 
 def _complex_square(w):
     re, im = w.real, w.imag
-    return make_complex((re - im) * (re + im), 2.0 * re * im)
+    zero = (re == 0) | (im == 0)  # a signed zero, also where 2 re overflows
+    return make_complex((re - im) * (re + im), np.where(zero, re * im, 2.0 * re * im))
 
 
 @E.unary("chlo.square")
 def square(dt, x):
     """``x * x``; complex: ``(re - im)(re + im) + 2 re im i`` (no spurious
-    overflow in the real part)."""
+    overflow in the real part; a zero imaginary part where a part is zero),
+    in extended precision for complex128."""
+    if np.dtype(dt) == C128:
+        return E.float_fn(X.in_f64(_complex_square), dt, x)
     if kind_of(np.asarray(x).dtype) == "complex":
         return E.float_fn(_complex_square, dt, x)
     return E.multiply(dt, x, x)

@@ -193,6 +193,14 @@ def float_fn(f, dt, *xs, op: str | None = None, refine=None):
     return res
 
 
+def _wider(f, dt):
+    """``f`` for :func:`float_fn`: evaluated in extended precision for an f64 or complex128
+    result (:func:`._extended.in_f64`), else in f64 (complex128)."""
+    from ._extended import in_f64
+
+    return in_f64(f) if np.dtype(dt) in (np.dtype(np.float64), np.dtype(np.complex128)) else f
+
+
 def exact_float_fn(f, dt, *xs):
     """For correctly-rounded basic ops: native for f16/f32/f64/complex."""
     xs = [np.asarray(x) for x in xs]
@@ -258,6 +266,9 @@ def multiply(dt, a, b):
         return np.logical_and(a, b)
     if k in ("int", "uint"):
         return int_fn(np.multiply, dt, a, b)
+    if k == "complex":
+        # the parts' products in a wider type: no overflow before the subtraction, one rounding
+        return float_fn(_wider(np.multiply, dt), dt, a, b, op="stablehlo.multiply")
     return exact_float_fn(np.multiply, dt, a, b)
 
 
@@ -415,7 +426,7 @@ def power(dt, a, b):
     k = _kind(a)
     if k in ("int", "uint"):
         return int_power(a, b, dt)
-    return float_fn(np.power, dt, a, b, op="stablehlo.power")
+    return float_fn(_wider(np.power, dt), dt, a, b, op="stablehlo.power")
 
 
 @unary("stablehlo.negate")

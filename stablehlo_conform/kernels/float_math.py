@@ -27,7 +27,7 @@ import numpy as np
 from ._lazy import special as sc
 
 from . import _extended as X
-from ._numeric import F64, make_complex, wide
+from ._numeric import C128, F64, make_complex, wide
 from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
 @unary("stablehlo.ceil")
@@ -96,13 +96,12 @@ def sign(dt, x):
 # --------------------------------------------------------------------------- #
 
 def _transcendental(name, f, f64=None):
-    """``f`` on f64 (complex128) values, rounded once; on an f64 result type ``f64`` instead
-    (default: ``f`` evaluated in extended precision, :func:`._extended.in_f64`)."""
+    """``f`` on f64 (complex128) values, rounded once; on an f64 or complex128 result type
+    ``f64`` instead (default: ``f`` evaluated in extended precision, :func:`._extended.in_f64`)."""
     f64 = f64 or X.in_f64(f)
 
     def g(dt, x):
-        real_f64 = np.dtype(dt) == F64
-        return float_fn(f64 if real_f64 else f, dt, x, op=name)
+        return float_fn(f64 if np.dtype(dt) in (F64, C128) else f, dt, x, op=name)
 
     g.__name__ = name.split(".")[-1]
     return unary(name)(g)
@@ -110,11 +109,13 @@ def _transcendental(name, f, f64=None):
 
 def _logistic(w):
     if np.iscomplexobj(w):
-        return 1.0 / (1.0 + np.exp(-w))
+        return X.complex_logistic(w)
     return sc.expit(w)
 
 
 def _logistic_wide(w):
+    if np.iscomplexobj(w):
+        return X.complex_logistic(w)
     return 1 / (1 + np.exp(-w))
 
 
@@ -127,25 +128,41 @@ def _rsqrt(w):
 
 def _cbrt(w):
     if np.iscomplexobj(w):
-        return np.power(w, 1.0 / 3.0)
+        return X.complex_cbrt(w)
     return np.cbrt(w)
 
+
+def _complex_or(complex_f, real_f):
+    def g(w):
+        return complex_f(w) if np.iscomplexobj(w) else real_f(w)
+
+    return g
+
+
+_expm1 = _complex_or(X.complex_expm1, np.expm1)
+_log1p = _complex_or(X.complex_log1p, np.log1p)
 
 cosine = _transcendental("stablehlo.cosine", np.cos)
 sine = _transcendental("stablehlo.sine", np.sin)
 tan = _transcendental("stablehlo.tan", np.tan)
 tanh = _transcendental("stablehlo.tanh", np.tanh)
 exponential = _transcendental("stablehlo.exponential", np.exp)
-exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", np.expm1)
+exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", _expm1)
 log = _transcendental("stablehlo.log", np.log)
-log_plus_one = _transcendental("stablehlo.log_plus_one", np.log1p)
+log_plus_one = _transcendental("stablehlo.log_plus_one", _log1p)
 logistic = _transcendental("stablehlo.logistic", _logistic, X.in_f64(_logistic_wide))
 rsqrt = _transcendental("stablehlo.rsqrt", _rsqrt)
-cbrt = _transcendental("stablehlo.cbrt", _cbrt, X.in_f64(np.cbrt))
+cbrt = _transcendental("stablehlo.cbrt", _cbrt)
 
 
 @unary("stablehlo.sqrt")
 def sqrt(dt, x):
+    """Correctly rounded on real types; complex roots are computed in complex128 (extended
+    precision for complex128) and rounded once."""
+    if np.dtype(dt) == C128:
+        return float_fn(X.in_f64(np.sqrt), dt, x, op="stablehlo.sqrt")
+    if _kind(x) == "complex":
+        return float_fn(np.sqrt, dt, x, op="stablehlo.sqrt")
     return exact_float_fn(np.sqrt, dt, x)
 
 
