@@ -306,21 +306,29 @@ def complex_expm1(z):
 
 
 def complex_log1p(z):
-    """``log(1 + z) = log|1 + z| + i atan2(y, 1 + x)``, the modulus as ``log1p(x (2 + x) + y^2)
-    / 2`` (accurate for small ``|z|``) unless ``|1 + z|`` is below 1/2 (then ``log`` of it)."""
+    """``log(1 + z) = log|1 + z| + i atan2(y, 1 + x)``, the modulus as ``log1p(u) / 2`` with
+    ``u = 2x + x^2 + y^2`` (the squares split exactly into two f64 numbers, so that ``u`` does
+    not cancel near the circle ``|1 + z| = 1``) unless ``|u| >= 3/4`` (then ``log|1 + z|``)."""
     x, y = z.real, z.imag
     xp = 1 + x
-    u = x * (2 + x) + y * y
-    near = np.abs(u) < 0.75
+    small = (np.abs(x) < 4) & (np.abs(y) < 4)
+    xf = np.where(small, x, 0).astype(np.float64)  # the parts are f64 values
+    yf = np.where(small, y, 0).astype(np.float64)
+    hx, lx = two_prod(xf, xf)
+    hy, ly = two_prod(yf, yf)
+    u = ((2 * xf.astype(x.dtype) + hy) + hx) + (lx.astype(x.dtype) + ly)
+    near = small & (np.abs(u) < 0.75)
     re = np.where(near, np.log1p(np.where(near, u, 0)) / 2, np.log(np.hypot(xp, y)))
     return _assemble(re, np.arctan2(y, xp), z)
 
 
 def complex_logistic(z):
-    """``1 / (1 + exp(-z))``, as ``exp(z) / (1 + exp(z))`` for ``re z < 0`` (``exp(-z)`` would
-    overflow to a NaN quotient)."""
-    e = np.exp(np.where(z.real < 0, z, -z))
-    return np.where(z.real < 0, e / (1 + e), 1 / (1 + e))
+    """``1 / (1 + exp(-z))``: ``(1 + tanh(z/2)) / 2`` (``1 + exp(-z)`` cancels near the poles
+    ``z = (2k + 1) pi i``, where the real part is exactly 1/2), and ``exp(z) / (1 + exp(z))``
+    for ``re z < -1`` (no cancellation in ``1 + tanh``, no overflow of ``exp(-z)``)."""
+    left = z.real < -1
+    e = np.exp(np.where(left, z, 0))
+    return np.where(left, e / (1 + e), (1 + np.tanh(np.where(left, 0, z) / 2)) / 2)
 
 
 def complex_cbrt(z):
