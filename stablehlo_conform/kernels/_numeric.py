@@ -107,6 +107,14 @@ def make_complex(re, im, dtype=C128) -> np.ndarray:
     return r
 
 
+def positive_underflow(r, positive) -> np.ndarray:
+    """``r`` (f64 values of a function) with the zeros where the value is known to be positive
+    (``positive``) replaced by the smallest f64 subnormal: an intermediate that rounds to +0 in
+    the types with a zero, and to ``2**-127`` in ``f8E8M0FNU``, which has none (for a result type
+    narrower than f64 only)."""
+    return np.where((r == 0) & positive, 5e-324, r)
+
+
 def two_prod(a, b):
     """``(p, e)`` with ``p = fl(a * b)`` and ``p + e = a * b`` exactly (Dekker;
     f64 operands whose product neither overflows nor underflows)."""

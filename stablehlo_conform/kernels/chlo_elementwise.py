@@ -32,12 +32,15 @@ over 10**5 samples plus edge values: at most 0.5015 ULP for the elementary
 functions and ``bessel_i1e``, 0.505 for ``digamma``, ``erf``, ``erf_inv``,
 ``erfc`` and ``lgamma``, where the summation of a few dozen terms adds a few
 ``2**-64``). ``bessel_i0e``, ``igamma``, ``igammac``, ``polygamma`` and
-``zeta`` are SciPy's f64 functions (a few ULPs; no wider implementation
-here). **complex128 results** of the elementary functions are NumPy's
+``zeta`` are SciPy's f64 functions, with no wider implementation here
+(``zeta`` measured up to 344 ULP over 2000 samples for large ``x``, where
+``q ** -x`` in f64 loses ``x log q`` ULPs; ``polygamma`` of an order near
+``2**1024`` gives NaN where the value is 0). **complex128 results** of the elementary functions are NumPy's
 complex functions evaluated in ``np.clongdouble`` and rounded once per part
-(measured: at most 1 ULP per part, the larger errors on parts much smaller
-than the other part, whose relative accuracy the complex functions do not
-guarantee).
+(measured over 2 * 10**4 samples plus edge values: at most 1 ULP per part,
+on parts much smaller than the other part, whose relative accuracy the
+complex functions do not guarantee, and on products rounded twice, once to
+the 64 bits of ``np.longdouble``).
 - ``next_after(x, y)``: the neighbour of ``x`` toward ``y`` in the element
   type (NaN if either is NaN, ``y`` if ``x == y``).
 - ``is_inf``, ``is_neg_inf``, ``is_pos_inf``: classification.
@@ -67,6 +70,7 @@ from ._numeric import (
     kind_of,
     make_complex,
     out,
+    positive_underflow,
     to_i64,
     unsigned_pattern,
     from_unsigned_pattern,
@@ -120,8 +124,7 @@ def _erfc(w):
     """SciPy's ``erfc``; where it underflows to 0 (``x > 26.6``), the smallest f64 subnormal
     instead: the value is positive, which rounds to +0 in the types with a zero and to
     ``2**-127`` in ``f8E8M0FNU``, which has none."""
-    r = sc.erfc(w)
-    return np.where((r == 0) & (w < np.inf), 5e-324, r)
+    return positive_underflow(sc.erfc(w), w < np.inf)
 
 
 def _erf_inv_f64(w):
@@ -162,7 +165,18 @@ def _polygamma(n, x):
 
 
 def _zeta(x, q):
-    return sc.zeta(x, q)
+    """SciPy's Hurwitz zeta; ``q ** -x`` (the first term, to which the sum rounds) for
+    ``x > 2**16`` where SciPy gives NaN; NaN for a NaN argument. For a type narrower than f64 (:func:`_zeta_narrow`),
+    positive for ``x > 1``, ``q > 0`` also where it underflows
+    (:func:`._numeric.positive_underflow`)."""
+    r = sc.zeta(x, q)
+    r = np.where(np.isnan(r) & (x > 2.0 ** 16) & (q > 0) & (q < np.inf), np.power(q, -x), r)
+    return np.where(np.isnan(x) | np.isnan(q), np.nan, r)  # SciPy: zeta(1, nan) = inf
+
+
+def _zeta_narrow(x, q):
+    valid = (x > 1) & (q > 0) & (x < np.inf) & (q < np.inf)
+    return positive_underflow(_zeta(x, q), valid)
 
 
 acos = _chlo_unary("chlo.acos", np.arccos)
@@ -183,9 +197,9 @@ erf_inv = _chlo_unary("chlo.erf_inv", _odd(sc.erfinv), f64=_odd(_erf_inv_f64))
 lgamma = _chlo_unary("chlo.lgamma", _lgamma, _near_negative_root, f64=X.in_f64(X.lgamma))
 
 
-def _chlo_binary(name, f):
+def _chlo_binary(name, f, f64=None):
     def g(dt, a, b):
-        return E.float_fn(f, dt, a, b, op=name)
+        return E.float_fn(f64 if f64 is not None and np.dtype(dt) == F64 else f, dt, a, b, op=name)
 
     g.__name__ = name.split(".")[-1]
     return E.binary(name)(g)
@@ -194,7 +208,7 @@ def _chlo_binary(name, f):
 igamma = _chlo_binary("chlo.igamma", _igamma)
 igammac = _chlo_binary("chlo.igammac", _igammac)
 polygamma = _chlo_binary("chlo.polygamma", _polygamma)
-zeta = _chlo_binary("chlo.zeta", _zeta)
+zeta = _chlo_binary("chlo.zeta", _zeta_narrow, f64=_zeta)
 
 
 def _asin_acos_kernel(w):
