@@ -605,3 +605,13 @@ def test_complex64_sqrt_and_log1p_are_rounded_once():
     z = np.array([complex(-6.77585039162491e-21, 6.815986443807952e-31)], np.complex64)
     r = run_op("stablehlo.log_plus_one", z)
     assert r[0] == np.complex64(complex(-6.7758503916249097e-21, 6.8159864438079519e-31))
+
+
+def test_f8e8m0fnu_power_and_zeta_that_underflow_in_f64():
+    # (2**-127)**16 and zeta(2**127, 2) = 2**-(2**127) are positive: the smallest value 2**-127
+    e8 = ml_dtypes.float8_e8m0fnu
+    same(run_op("stablehlo.power", np.array([2.0 ** -127], e8), np.array([16.0], e8)), np.array([2.0 ** -127], e8))
+    same(run_op("chlo.zeta", np.array([2.0 ** 127], e8), np.array([2.0], e8)), np.array([2.0 ** -127], e8))
+    # in f64 the same values round to +0; zeta(inf, 2) = 0, zeta(1, NaN) = NaN
+    same(run_op("chlo.zeta", np.array([2.0 ** 127, np.inf, 1.0]), np.array([2.0, 2.0, np.nan])),
+         np.array([0.0, 0.0, np.nan]))
