@@ -615,3 +615,9 @@ def test_f8e8m0fnu_power_and_zeta_that_underflow_in_f64():
     # in f64 the same values round to +0; zeta(inf, 2) = 0, zeta(1, NaN) = NaN
     same(run_op("chlo.zeta", np.array([2.0 ** 127, np.inf, 1.0]), np.array([2.0, 2.0, np.nan])),
          np.array([0.0, 0.0, np.nan]))
+
+
+def test_polygamma_order_zero_in_f64_and_at_infinity():
+    same(run_op("chlo.polygamma", np.array([0.0, 1.0, 2.0 ** 100, np.inf]), np.array([-0.9999999999999999, np.inf,
+                                                                                     np.inf, 1.0])),
+         np.array([-9007199254740992.0, 0.0, -0.0, np.nan]))
