@@ -530,3 +530,94 @@ def test_digamma_near_its_negative_root_f32():
     # -1.42264497e-07; SciPy's f64 value -1.4226448978582606e-07 rounds to the f32 one ULP above
     same(run_op("chlo.digamma", np.array([-1.5734984874725342], np.float32)), [-1.42264497e-07],
          dtype=np.float32)
+
+
+# --------------------------------------------------------------------------- #
+# f64 and complex results rounded once (expected values computed with mpmath at 300 bits)
+# --------------------------------------------------------------------------- #
+
+def test_lgamma_of_tiny_and_subnormal_f64_arguments():
+    # 1/x overflows for |x| < 2**-1024: the value is -log|x| - euler x
+    x = np.array([5e-324, -5e-324, 1e-310, -2.5e-320, 2.0 ** -1024])
+    same(run_op("chlo.lgamma", x),
+         np.array([744.4400719213812, 744.4400719213812, 713.8013788281542, 735.9109501590998, 709.782712893384]))
+
+
+def test_erfc_f64_tail_is_not_flushed_and_rounded_once():
+    x = np.array([26.65648055931726, 26.741924754695873, 27.2, 25.559727556113753, 5.981929390887171, 27.3])
+    same(run_op("chlo.erfc", x),
+         np.array([5.36506475586e-311, 5.58061549357e-313, 1e-323, 4.160008233527578e-286, 2.6800722756648095e-17,
+                   0.0]))
+
+
+def test_digamma_f64_near_the_negative_poles():
+    x = np.array([-0.9999999999999999, -1.0000000000000002, -2.0000000000000004, -9.999999999999998,
+                  -3.0000000000000004])
+    same(run_op("chlo.digamma", x),
+         np.array([-9007199254740992.0, 4503599627370496.0, 2251799813685249.0, -562949953421309.6,
+                   2251799813685249.5]))
+
+
+@pytest.mark.parametrize("op, x, expected", [
+    ("chlo.bessel_i1e", [7.677893503754277, 7.351897355630086, -0.0], [0.13661649458469108, 0.13926091745930105, -0.0]),
+    ("chlo.erf", [-0.9564011996360264, -0.0], [-0.8238023382754421, -0.0]),
+    ("chlo.erf_inv", [-0.79283963815704, -0.0], [-0.8919531464674711, -0.0]),
+    ("stablehlo.logistic", [-1.1118064476600136], [0.24753426428697597]),
+    ("stablehlo.cbrt", [3.877284831412343e+222], [1.5709989763010965e+74]),
+    ("stablehlo.tanh", [0.5088222596577063], [0.4690270530221065]),
+])
+def test_f64_values_that_scipy_or_numpy_miss_by_an_ulp_or_more(op, x, expected):
+    same(run_op(op, np.array(x)), np.array(expected))
+
+
+def test_f8e8m0fnu_rounds_to_the_nearest_power_of_two():
+    e8 = ml_dtypes.float8_e8m0fnu
+    # erfc(32) underflows in f64 but is positive: the smallest value 2**-127 (the type has no zero);
+    # erf(2**-127) = 1.128 * 2**-127 and i1e(2**-126) ~ 2**-127 round down to 2**-127
+    same(run_op("chlo.erfc", np.array([32.0, 1.0], e8)), np.array([2.0 ** -127, 0.125], e8))
+    same(run_op("chlo.erf", np.array([2.0 ** -127], e8)), np.array([2.0 ** -127], e8))
+    same(run_op("chlo.bessel_i1e", np.array([2.0 ** -126], e8)), np.array([2.0 ** -127], e8))
+    x = np.array([1.128 * 2.0 ** -127, 1.6 * 2.0 ** -127, 1.4 * 2.0 ** -126, 3.0, 0.0], np.float32)
+    same(run_op("stablehlo.convert", x, result="tensor<5xf8E8M0FNU>"),
+         np.array([2.0 ** -127, 2.0 ** -126, 2.0 ** -126, 4.0, np.nan], e8))
+
+
+@pytest.mark.parametrize("op, z, expected", [
+    ("chlo.square", [complex(1.7976931348623157e308, 0.0)], [complex(np.inf, 0.0)]),
+    ("stablehlo.exponential_minus_one", [complex(1.7976931348623157e308, 0.0)], [complex(np.inf, 0.0)]),
+    ("stablehlo.logistic", [complex(-1.7976931348623157e308, 5e-324)], [complex(0.0, 0.0)]),
+    ("stablehlo.cbrt", [complex(2.7169867363692364e+240, 4.360401064333989e-140)],
+     [complex(1.395390749060875e+80, 7.464719678754157e-301)]),
+    ("stablehlo.rsqrt", [complex(1.0865009142694402e-08, -7.026e-321)],
+     [complex(9593.673894128118, 3.10176658782137e-309)]),
+    ("stablehlo.multiply", [complex(1.7976931348623157e308, 1.7976931348623157e308)], [complex(0.0, np.inf)]),
+])
+def test_complex128_overflow_and_tiny_parts(op, z, expected):
+    args = [np.array(z)] * (2 if op == "stablehlo.multiply" else 1)
+    r = run_op(op, *args)
+    same(r.real, np.array(expected).real)
+    same(r.imag, np.array(expected).imag)
+
+
+def test_complex64_sqrt_and_log1p_are_rounded_once():
+    r = run_op("stablehlo.sqrt", np.array([complex(-0.4781261682510376, -2.0992257595062256)], np.complex64))
+    assert r[0] == np.complex64(complex(0.91511226760344394, -1.14697717090156367))
+    z = np.array([complex(-6.77585039162491e-21, 6.815986443807952e-31)], np.complex64)
+    r = run_op("stablehlo.log_plus_one", z)
+    assert r[0] == np.complex64(complex(-6.7758503916249097e-21, 6.8159864438079519e-31))
+
+
+def test_f8e8m0fnu_power_and_zeta_that_underflow_in_f64():
+    # (2**-127)**16 and zeta(2**127, 2) = 2**-(2**127) are positive: the smallest value 2**-127
+    e8 = ml_dtypes.float8_e8m0fnu
+    same(run_op("stablehlo.power", np.array([2.0 ** -127], e8), np.array([16.0], e8)), np.array([2.0 ** -127], e8))
+    same(run_op("chlo.zeta", np.array([2.0 ** 127], e8), np.array([2.0], e8)), np.array([2.0 ** -127], e8))
+    # in f64 the same values round to +0; zeta(inf, 2) = 0, zeta(1, NaN) = NaN
+    same(run_op("chlo.zeta", np.array([2.0 ** 127, np.inf, 1.0]), np.array([2.0, 2.0, np.nan])),
+         np.array([0.0, 0.0, np.nan]))
+
+
+def test_polygamma_order_zero_in_f64_and_at_infinity():
+    same(run_op("chlo.polygamma", np.array([0.0, 1.0, 2.0 ** 100, np.inf]), np.array([-0.9999999999999999, np.inf,
+                                                                                     np.inf, 1.0])),
+         np.array([-9007199254740992.0, 0.0, -0.0, np.nan]))

@@ -153,3 +153,19 @@ def test_an_evaluation_over_the_time_budget_is_not_measured(monkeypatch):
     err = ulp_error(np.float16([1, 0.6449]), "chlo.polygamma", [n, x], np.float16)
     assert np.isnan(err[0]) and err[1] <= 0.5
     exact.clear_cache()
+
+
+def test_complex_acosh_is_the_principal_value_below_the_real_axis():
+    # acosh(z) = log(z + sqrt(z + 1) sqrt(z - 1)); values from that formula with mpmath at 2000 bits
+    # (mpmath's own complex acosh gives +1.82i for -0.25 - 1e-300i)
+    z = np.array([complex(-0.25, -0.0), complex(-0.25, 0.0), complex(1.0, -2.225073858507201e-308),
+                  complex(0.5, -1e-300)])
+    r = correctly_rounded("chlo.acosh", [z], np.complex128)
+    assert r.tolist() == [complex(0.0, -1.8234765819369754), complex(0.0, 1.8234765819369754),
+                          complex(1.4916681462400412e-154, -1.4916681462400412e-154),
+                          complex(1.1547005383792515e-300, -1.0471975511965979)]
+
+
+def test_atan_at_its_poles_is_spec_silent():
+    z = np.array([1j, -1j, complex(-0.0, 1.0), complex(1.0, 1.0)])
+    assert spec_silent("chlo.atan", [z]).tolist() == [True, True, True, False]

@@ -5,7 +5,12 @@ Floats narrower than ``f64`` are computed in ``f64`` (complex in
 ``f64 -> f16/f32`` directly, but ``ml_dtypes`` converts ``f64`` to ``bf16`` and
 the f4/f6/f8 family through ``f32``, which can round twice; :func:`round_to`
 avoids that by rounding to ``f32`` with round-to-odd first (exact for any
-target with at most 22 significand bits).
+target with at most 22 significand bits). ``f8E8M0FNU`` (the powers of two
+``2**-127 .. 2**127`` and NaN) is rounded directly from ``f64``:
+``ml_dtypes`` rounds a value between ``2**-127`` and ``2**-126`` up to
+``2**-126`` (it rounds the ``f32`` subnormal significand as if the type had
+subnormals), while the nearest power of two is ``2**-127`` below
+``1.5 * 2**-127``; see :func:`round_to_e8m0`.
 
 Sub-byte integers (``i2``, ``i4``, ``ui2``, ``ui4``) are computed in ``int64``
 and wrapped at their own width.
@@ -32,6 +37,10 @@ def native_float_pair(a, b) -> bool:
     comparisons on them are exact, no widening needed."""
     dt = np.asarray(a).dtype
     return dt in NATIVE_FLOATS and np.asarray(b).dtype == dt
+
+LONG_OK = np.finfo(np.longdouble).nmant >= 63
+"""``np.longdouble`` has at least 64 significand bits (x87 extended or binary128): f64 results
+computed in it are rounded once into f64."""
 
 
 @lru_cache(maxsize=None)
@@ -105,6 +114,29 @@ def make_complex(re, im, dtype=C128) -> np.ndarray:
     return r
 
 
+def positive_underflow(r, positive) -> np.ndarray:
+    """``r`` (f64 values of a function) with the zeros where the value is known to be positive
+    (``positive``) replaced by the smallest f64 subnormal: an intermediate that rounds to +0 in
+    the types with a zero, and to ``2**-127`` in ``f8E8M0FNU``, which has none (for a result type
+    narrower than f64 only)."""
+    return np.where((r == 0) & positive, 5e-324, r)
+
+
+def two_prod(a, b):
+    """``(p, e)`` with ``p = fl(a * b)`` and ``p + e = a * b`` exactly (Dekker;
+    f64 operands whose product neither overflows nor underflows)."""
+    p = a * b
+    ah, al = _split_half(a)
+    bh, bl = _split_half(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _split_half(a):
+    c = 134217729.0 * a  # 2^27 + 1: the high 26 bits and the rest
+    hi = c - (c - a)
+    return hi, a - hi
+
+
 def wide(x: np.ndarray) -> np.ndarray:
     """Float -> f64, complex -> complex128, exactly."""
     x = np.asarray(x)
@@ -138,6 +170,26 @@ def round_to(x, dt) -> np.ndarray:
         return _round_to(np.asarray(x), np.dtype(dt))
 
 
+E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+
+
+def round_to_e8m0(x) -> np.ndarray:
+    """Round real values (exact in f64) to nearest ``f8E8M0FNU``: ``2**k`` with
+    ``k = e + (m >= 1.5)`` for ``x = m * 2**e``, ``1 <= m < 2`` (a tie rounds
+    up, to the even significand, as for the normal values); a positive value
+    below ``2**-127`` gives ``2**-127`` (the type has no zero), and zero,
+    negative values, NaN and values rounding above ``2**127`` give NaN (the
+    type has no sign and no infinity), as ``ml_dtypes`` converts them."""
+    x = np.asarray(x, dtype=F64)
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(x) & (x > 0)
+        m, e = np.frexp(np.where(ok, x, 1.0))  # x = m * 2**e, 0.5 <= m < 1
+        k = np.maximum(e.astype(np.int64) - 1 + (m >= 0.75), -127)
+        ok &= k <= 127
+        r = np.where(ok, np.ldexp(1.0, np.clip(k, -127, 127).astype(np.int32)), np.nan)
+        return r.astype(E8M0)
+
+
 def _round_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     k = kind_of(dt)
     if k == "complex":
@@ -146,6 +198,8 @@ def _round_to(x: np.ndarray, dt: np.dtype) -> np.ndarray:
         x = x.real
     if dt in NATIVE_FLOATS:
         return x.astype(dt)
+    if dt == E8M0 and x.dtype.kind == "f":
+        return round_to_e8m0(x.astype(F64))
     if k == "float" and x.dtype == F64:
         return _f64_to_f32_odd(x).astype(dt)
     return x.astype(dt)
@@ -281,7 +335,7 @@ def float_format(dt: np.dtype) -> tuple[int, int]:
     nbits = bits_of(dt)
     m = int(info.nmant)
     e = nbits - m - 1
-    if dt == np.dtype(ml_dtypes.float8_e8m0fnu):
+    if dt == E8M0:
         e = 8
     return e, m
 

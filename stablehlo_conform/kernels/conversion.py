@@ -13,7 +13,9 @@ See spec.md#convert, spec.md#bitcast_convert, spec.md#reduce_precision.
 - float -> integer truncates toward zero and saturates at the target's
   limits; NaN gives 0; negative values give 0 for unsigned targets.
 - float -> float rounds to nearest even once; overflow gives infinity
-  (types without infinity follow ml_dtypes: NaN or saturation).
+  (types without infinity follow ml_dtypes: NaN or saturation). A value
+  below ``2**-126`` rounds to the nearer power of two in ``f8E8M0FNU``
+  (:func:`._numeric.round_to_e8m0`; ``ml_dtypes`` rounds such values up).
 - complex -> complex converts each part; complex -> real drops the imaginary
   part; real -> complex has a zero imaginary part.
 
@@ -38,6 +40,7 @@ import numpy as np
 
 from .. import types as T
 from ._numeric import (
+    E8M0,
     F32,
     F64,
     NATIVE_FLOATS,
@@ -202,7 +205,7 @@ def _float_to_float(x: np.ndarray, dt) -> np.ndarray:
         if x.dtype == F64:
             return round_to(x, dt)
         if x.dtype in (F32, np.dtype(np.float16)):
-            return x.astype(dt)
+            return round_to(x.astype(F64), dt) if dt == E8M0 else x.astype(dt)
         # ml_dtypes source: exact through f32
         return round_to(x.astype(F32).astype(F64), dt) if dt.kind == "V" else x.astype(F32).astype(dt)
 

@@ -9,8 +9,13 @@ See spec.md#ceil, #floor, #round_nearest_afz, #round_nearest_even,
 Floats narrower than ``f64`` are computed in ``f64`` (complex in
 ``complex128``) and rounded once into the result type (an f64 value on a
 rounding midpoint of the narrower type is resolved by the exact evaluation
-of :mod:`stablehlo_conform.oracle`); ``f64`` ``rsqrt``
-uses extended precision so the result is rounded once. ``round_nearest_afz``
+of :mod:`stablehlo_conform.oracle`). Real ``f64`` results of the
+transcendental functions and ``atan2`` are computed in extended precision
+(``np.longdouble``, 64 significand bits on x87: the C library's ``expl``,
+``sinl``, ...) and rounded once (:func:`._extended.in_f64`): their error is
+below ``0.5 + 2**-9`` ULP, and the rare results within that distance of a
+rounding midpoint may round the other way (measured: at most 0.5005 ULP
+over 10**5 samples). ``round_nearest_afz``
 breaks ties away from zero. ``sign`` keeps signed zeros and NaN; on complex
 numbers it is ``x / convert(abs(x), type(x))`` with the modulus rounded to
 the element type first. Complex branch cuts are NumPy's.
@@ -21,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 from ._lazy import special as sc
 
-from ._numeric import make_complex, wide
+from . import _extended as X
+from ._numeric import C128, F64, make_complex, wide
 from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
 @unary("stablehlo.ceil")
@@ -89,9 +95,13 @@ def sign(dt, x):
 # transcendental functions
 # --------------------------------------------------------------------------- #
 
-def _transcendental(name, f):
+def _transcendental(name, f, f64=None):
+    """``f`` on f64 (complex128) values, rounded once; on an f64 or complex128 result type
+    ``f64`` instead (default: ``f`` evaluated in extended precision, :func:`._extended.in_f64`)."""
+    f64 = f64 or X.in_f64(f)
+
     def g(dt, x):
-        return float_fn(f, dt, x, op=name)
+        return float_fn(f64 if np.dtype(dt) in (F64, C128) else f, dt, x, op=name)
 
     g.__name__ = name.split(".")[-1]
     return unary(name)(g)
@@ -99,8 +109,14 @@ def _transcendental(name, f):
 
 def _logistic(w):
     if np.iscomplexobj(w):
-        return 1.0 / (1.0 + np.exp(-w))
+        return X.complex_logistic(w)
     return sc.expit(w)
+
+
+def _logistic_wide(w):
+    if np.iscomplexobj(w):
+        return X.complex_logistic(w)
+    return 1 / (1 + np.exp(-w))
 
 
 def _rsqrt(w):
@@ -112,25 +128,41 @@ def _rsqrt(w):
 
 def _cbrt(w):
     if np.iscomplexobj(w):
-        return np.power(w, 1.0 / 3.0)
+        return X.complex_cbrt(w)
     return np.cbrt(w)
 
+
+def _complex_or(complex_f, real_f):
+    def g(w):
+        return complex_f(w) if np.iscomplexobj(w) else real_f(w)
+
+    return g
+
+
+_expm1 = _complex_or(X.complex_expm1, np.expm1)
+_log1p = _complex_or(X.complex_log1p, np.log1p)
 
 cosine = _transcendental("stablehlo.cosine", np.cos)
 sine = _transcendental("stablehlo.sine", np.sin)
 tan = _transcendental("stablehlo.tan", np.tan)
 tanh = _transcendental("stablehlo.tanh", np.tanh)
 exponential = _transcendental("stablehlo.exponential", np.exp)
-exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", np.expm1)
+exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", _expm1)
 log = _transcendental("stablehlo.log", np.log)
-log_plus_one = _transcendental("stablehlo.log_plus_one", np.log1p)
-logistic = _transcendental("stablehlo.logistic", _logistic)
+log_plus_one = _transcendental("stablehlo.log_plus_one", _log1p)
+logistic = _transcendental("stablehlo.logistic", _logistic, X.in_f64(_logistic_wide))
 rsqrt = _transcendental("stablehlo.rsqrt", _rsqrt)
 cbrt = _transcendental("stablehlo.cbrt", _cbrt)
 
 
 @unary("stablehlo.sqrt")
 def sqrt(dt, x):
+    """Correctly rounded on real types; complex roots are computed in complex128 (extended
+    precision for complex128) and rounded once."""
+    if np.dtype(dt) == C128:
+        return float_fn(X.in_f64(np.sqrt), dt, x, op="stablehlo.sqrt")
+    if _kind(x) == "complex":
+        return float_fn(np.sqrt, dt, x, op="stablehlo.sqrt")
     return exact_float_fn(np.sqrt, dt, x)
 
 
@@ -149,4 +181,6 @@ def atan2(dt, y, x):
     """Rounded once: a result on a rounding midpoint of a narrower type
     (``atan2(1.1754942e-38, 2)`` in f32, whose f64 value is exactly
     ``y / 2``) is resolved exactly (see :func:`.elementwise.float_fn`)."""
+    if np.dtype(dt) == F64:
+        return float_fn(X.in_f64(np.arctan2), dt, y, x, op="stablehlo.atan2")
     return float_fn(_atan2, dt, y, x, op="stablehlo.atan2")

@@ -24,7 +24,7 @@ from .arith import (
     to_float,
     wrap,
 )
-from ._numeric import make_complex
+from ._numeric import make_complex, two_prod
 from .registry import kernel
 
 _U64 = np.dtype(np.uint64)
@@ -119,19 +119,6 @@ def _two_sum(a, b):
     return s, (a - (s - bb)) + (b - bb)
 
 
-def _split(a):
-    c = 134217729.0 * a  # 2^27 + 1
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-def _two_prod(a, b):
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
 @kernel("math.fma")
 def fma(op, a, b, c):
     """``a * b + c`` with one rounding.
@@ -146,7 +133,7 @@ def fma(op, a, b, c):
     with np.errstate(all="ignore"):
         if dt != np.float64:
             return (to_float(x * y + z, dt),)
-        p, e = _two_prod(x, y)
+        p, e = two_prod(x, y)
         s, t = _two_sum(p, z)
         r = s + (t + e)
         plain = x * y + z

@@ -36,8 +36,9 @@ sign of the exact value. For complex arguments a zero part stands for the limit 
 result, follow the argument's signed zeros.
 
 **Complex results** are rounded part by part (each part correctly rounded). Complex arguments
-with an infinite or NaN part, and ``0 + 0i`` at a pole or branch point (``log``, ``rsqrt``,
-``power``, ``divide``), have no value the spec fixes: :func:`correctly_rounded` gives the value
+with an infinite or NaN part, ``0 + 0i`` at a pole or branch point (``log``, ``rsqrt``,
+``power``, ``divide``) and the poles ``+-1`` of ``atanh`` and ``+-i`` of ``atan``, have no value
+the spec fixes: :func:`correctly_rounded` gives the value
 NumPy computes in complex128 there, and :func:`spec_silent` marks them.
 
 **ULP error** (:func:`ulp_error`): ``|actual - exact| / ulp(exact)``, where ``exact`` is the
@@ -596,6 +597,16 @@ def _mp_i1e(x):
     return _bessel_ie(1, x)
 
 
+def _mp_acosh(z):
+    """Complex ``acosh`` by Kahan's formula ``asinh(re(conj(sqrt(z - 1)) sqrt(z + 1))) + 2i
+    atan2(im sqrt(z - 1), re sqrt(z + 1))``: the principal value (imaginary part of the sign of
+    ``im z``), without cancellation in the real part. (mpmath's own complex ``acosh`` gives
+    ``+1.82i`` for ``acosh(-0.25 - 1e-300i)``, whose value is ``-1.82i``.)"""
+    s1, s2 = mpmath.sqrt(z - 1), mpmath.sqrt(z + 1)
+    re = mpmath.asinh(s1.real * s2.real + s1.imag * s2.imag)
+    return _MPC(re, 2 * mpmath.atan2(s1.imag, s2.real))
+
+
 def _mp_cbrt(x):
     if isinstance(x, mpmath.mpc):
         return mpmath.power(x, _MPF(1) / 3)
@@ -659,7 +670,7 @@ _op(_S + "divide", 2, mpmath.fdiv, lambda x, y: x / y, _sp_div, _zero_mul)
 _op(_C + "acos", 1, mpmath.acos, mpmath.acos, _sp_acos_asin)
 _op(_C + "asin", 1, mpmath.asin, mpmath.asin, _sp_acos_asin, _ODD)
 _op(_C + "atan", 1, mpmath.atan, mpmath.atan, _sp_atan, _ODD)
-_op(_C + "acosh", 1, mpmath.acosh, mpmath.acosh, _sp_acosh)
+_op(_C + "acosh", 1, mpmath.acosh, _mp_acosh, _sp_acosh)
 _op(_C + "asinh", 1, mpmath.asinh, mpmath.asinh, _sp_odd_inf, _ODD)
 _op(_C + "atanh", 1, mpmath.atanh, mpmath.atanh, _sp_atanh, _ODD)
 _op(_C + "cosh", 1, mpmath.cosh, mpmath.cosh, _sp_cosh)
@@ -920,6 +931,8 @@ def _complex_silent(op, xs) -> bool:
             return True
         if op == _S + "log_plus_one" and z == -1:
             return True
+    if op == _C + "atan" and (xs[0] == 1j or xs[0] == -1j):  # the poles of atan (those of atanh at +-1)
+        return True
     return False
 
 
