@@ -18,7 +18,8 @@ input tuple is evaluated once per process (a cache keyed by the inputs' bit patt
   target type to decide the rounding, the precision is doubled (Ziv's strategy), up to 2560 bits;
   a value that stays on a midpoint is an exact midpoint (``x ** y``) and is rounded to even.
 - add, subtract, multiply and ``chlo.square`` are exact in mpmath; abs, negate, ceil, floor,
-  the round ops, sign and remainder are exact in f64 and computed there.
+  the round ops, sign and remainder are exact in f64 and computed there (complex negate too,
+  part by part; complex ``sign`` is ``z / |z|``, and ``(0, 0)`` at zero as spec.md "sign" says).
 
 **Rounding.** Round to nearest, ties to even, with the target's subnormals. Overflow gives an
 infinity where the type has one, NaN where it has NaN but no infinity (``*FN``, ``*FNUZ``,
@@ -36,7 +37,7 @@ sign of the exact value. For complex arguments a zero part stands for the limit 
 result, follow the argument's signed zeros.
 
 **Complex results** are rounded part by part (each part correctly rounded). Complex arguments
-with an infinite or NaN part, and ``0 + 0i`` at a pole or branch point (``log``, ``rsqrt``,
+with an infinite or NaN part (except for ``negate``), and ``0 + 0i`` at a pole or branch point (``log``, ``rsqrt``,
 ``power``, ``divide``), have no value the spec fixes: :func:`correctly_rounded` gives the value
 NumPy computes in complex128 there, and :func:`spec_silent` marks them.
 
@@ -680,6 +681,14 @@ _op(_C + "polygamma", 2, _mp_polygamma, None, _sp_polygamma, checked=True)
 _op(_C + "zeta", 2, mpmath.zeta, None, _sp_zeta, checked=True)
 
 
+def _mp_complex_sign(z):
+    return z / abs(z)
+
+
+# complex sign only (real sign is exact in f64, below): z / |z| (spec.md "sign")
+_op(_S + "sign", 1, None, _mp_complex_sign)
+
+
 def _np_afz(w):
     t = np.trunc(w)
     return np.where(np.abs(w - t) >= 0.5, t + np.sign(w), t)
@@ -704,8 +713,16 @@ _EXACT_F64: dict[str, Callable] = {
 DEFINED_OPS: frozenset[str] = frozenset(_OPS) | frozenset(_EXACT_F64)
 """Ops :func:`correctly_rounded` knows (real arguments)."""
 
-COMPLEX_OPS: frozenset[str] = frozenset(n for n, d in _OPS.items() if d.cplx is not None) | {_S + "abs"}
+COMPLEX_OPS: frozenset[str] = frozenset(n for n, d in _OPS.items() if d.cplx is not None) | {_S + "abs",
+                                                                                           _S + "negate"}
 """The ops of :data:`DEFINED_OPS` that also take complex arguments."""
+
+
+def _in_f64(op: str, args) -> bool:
+    """Whether ``op`` on ``args`` is computed exactly in f64 (complex128) with NumPy."""
+    if op == _S + "sign":
+        return not any(kind_of(np.asarray(a).dtype) == "complex" for a in args)
+    return op in _EXACT_F64
 
 # complex arguments whose value the spec does not fix when a part is infinite/NaN or z == 0
 _COMPLEX_POLE_AT_ZERO = {_S + "log", _S + "rsqrt", _S + "power", _S + "divide", _C + "atanh", _S + "log_plus_one"}
@@ -910,6 +927,8 @@ def _numpy_complex(op, xs):
 
 
 def _complex_silent(op, xs) -> bool:
+    if op == _S + "negate":  # exact part by part, infinities and NaN included
+        return False
     if any(not (math.isfinite(x.real) and math.isfinite(x.imag)) for x in xs):
         return True
     if op in _COMPLEX_POLE_AT_ZERO:
@@ -927,6 +946,9 @@ def _make_complex_value(op, d, val, xs):
     xs = tuple(complex(x) for x in xs)
     if _complex_silent(op, xs):
         val.fixed = _numpy_complex(op, xs)
+        return val
+    if op == _S + "sign" and xs[0] == 0:  # spec.md "sign": (0.0, 0.0) for a zero argument
+        val.fixed = complex(0.0, 0.0)
         return val
 
     def part(x):
@@ -1034,7 +1056,7 @@ def correctly_rounded(op: str, args: Sequence[np.ndarray], dtype) -> np.ndarray:
     _check(op, dtype)
     dtype = np.dtype(dtype)
     fmt = format_of(dtype)
-    if op in _EXACT_F64:
+    if _in_f64(op, args):
         r = _exact_f64(op, args, dtype)
         return _to_dtype(r, dtype, fmt)
     if op == _S + "abs":
@@ -1147,7 +1169,7 @@ def ulp_error(actual: np.ndarray, op: str, args: Sequence[np.ndarray], dtype) ->
     fmt = format_of(dtype)
     actual = np.asarray(actual)
     cr = correctly_rounded(op, args, dtype)
-    if op in _EXACT_F64:
+    if _in_f64(op, args):
         hi = wide(cr)
         lo = np.zeros_like(hi)
     elif op == _S + "abs":
@@ -1169,7 +1191,7 @@ def ulp_error(actual: np.ndarray, op: str, args: Sequence[np.ndarray], dtype) ->
     else:
         err = _part_error(np.broadcast_to(a, c.shape), hi, lo, c, fmt)
     silent = spec_silent(op, args, dtype)
-    if op not in _EXACT_F64 and op != _S + "abs":
+    if not _in_f64(op, args) and op != _S + "abs":
         silent = silent | unknown
     return np.where(silent, np.nan, err)
 
@@ -1205,7 +1227,7 @@ def spec_silent(op: str, args: Sequence[np.ndarray], dtype=None) -> np.ndarray:
 
 def correctly_rounded_nan_mask(op, args, dtype):
     """f64 array that is NaN where the op's exact value is NaN (for types without NaN)."""
-    if op in _EXACT_F64:
+    if _in_f64(op, args):
         return _exact_f64(op, args, dtype)
     if op == _S + "abs":
         return np.zeros(np.asarray(args[0]).shape)
