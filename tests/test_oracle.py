@@ -117,6 +117,26 @@ def test_complex_branch_cuts_follow_the_signed_zero():
     assert cr("stablehlo.abs", np.complex64([3 + 4j]), dtype=np.float32)[0] == 5.0
 
 
+def test_complex_sign_and_negate():
+    # sign(3 + 4i) = 3/5 + 4/5 i; sign(1 + i) = (1 + i)/sqrt(2): 0.70710678118654752 rounds in f32 to
+    # 0.707106769084930419921875 (0x3F3504F3, 1.2e-8 below; the next f32 up is 4.8e-8 above)
+    r = cr("stablehlo.sign", np.complex128([3 + 4j]))
+    assert r[0] == complex(0.6, 0.8)
+    r = cr("stablehlo.sign", np.complex64([1 + 1j]))
+    assert r[0].real == r[0].imag == np.float32(0.707106769084930419921875)
+    # sign(-4 - 0i) = -1 - 0i (the zero part keeps its side); sign(-0 - 0i) = (0.0, 0.0) (spec.md "sign")
+    r = cr("stablehlo.sign", np.complex128([complex(-4.0, -0.0), complex(-0.0, -0.0)]))
+    assert r[0] == -1 and np.signbit(r[0].imag)
+    assert r[1] == 0 and not np.signbit(r[1].real) and not np.signbit(r[1].imag)
+    assert spec_silent("stablehlo.sign", [np.complex64([complex(np.inf, 1.0)])]).tolist() == [True]
+    # negate: exact part by part, infinite and NaN parts included (measured, not left open)
+    z = np.complex64([complex(np.inf, np.nan), complex(0.0, -2.5)])
+    r = cr("stablehlo.negate", z)
+    assert r[0].real == -np.inf and np.isnan(r[0].imag) and r[1] == complex(-0.0, 2.5) and np.signbit(r[1].real)
+    assert spec_silent("stablehlo.negate", [z]).tolist() == [False, False]
+    assert ulp_error(-z, "stablehlo.negate", [z], np.complex64).tolist() == [0.0, 0.0]
+
+
 def test_ulp_error_definition():
     x = np.float32([1.0, 1.0, 1.0, -np.inf, 2.0])
     e = np.float32(math.e)  # exp(1) rounded: error below 0.5
