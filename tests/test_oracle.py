@@ -117,6 +117,20 @@ def test_complex_branch_cuts_follow_the_signed_zero():
     assert cr("stablehlo.abs", np.complex64([3 + 4j]), dtype=np.float32)[0] == 5.0
 
 
+def test_a_tiny_part_of_a_complex_value_is_not_lost_to_cancellation():
+    # acos(x + iy) = pi/2 - x - iy + O(|z|**3) for a tiny z: with x = -3.5135353e-16, y = -5.9446255e-33
+    # (f32 values) the imaginary part is -y to far below an ULP (mpmath at 200 bits:
+    # 5.9446255423220070333848591631017103236700430235127906048587e-33); mpmath's formula gives it
+    # as exactly 0 at 64 and 96 bits
+    z = np.complex64([complex(np.float32(-3.5135353e-16), np.float32(-5.9446255e-33))])
+    r = cr("chlo.acos", z)
+    assert r[0].real == np.float32(1.5707963267948966) and r[0].imag == -z[0].imag
+    r = cr("chlo.acos", z.astype(np.complex128))
+    assert r[0].imag == 5.9446255423220070e-33 == -float(z[0].imag)
+    # a part that is exactly zero stays zero: (1 + i)**2 = 0 + 2i
+    assert cr("chlo.square", np.complex64([1 + 1j]))[0] == 2j
+
+
 def test_complex_sign_and_negate():
     # sign(3 + 4i) = 3/5 + 4/5 i; sign(1 + i) = (1 + i)/sqrt(2): 0.70710678118654752 rounds in f32 to
     # 0.707106769084930419921875 (0x3F3504F3, 1.2e-8 below; the next f32 up is 4.8e-8 above)

@@ -370,8 +370,12 @@ def measure(backends: Sequence, ops: Iterable[str] | None = None, types: Iterabl
         # cells are started in the order above and streamed as each one ends
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as ex:
             futures = {ex.submit(_task, job): job for job in todo}
-            for fut in as_completed(futures):
-                done(futures[fut], fut.result())
+            try:
+                for fut in as_completed(futures):
+                    done(futures[fut], fut.result())
+            except BaseException:  # interrupted: the cells not started are dropped, not measured
+                ex.shutdown(wait=False, cancel_futures=True)
+                raise
     return sorted(results, key=lambda c: (names.index(c.backend), ALL_TYPES.index(c.type), c.op))
 
 

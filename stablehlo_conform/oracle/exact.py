@@ -14,9 +14,11 @@ input tuple is evaluated once per process (a cache keyed by the inputs' bit patt
 - every other input is evaluated with mpmath at a working precision of the target's significand
   plus 40 bits. Functions whose mpmath implementation is not known to be accurate to the last
   bit (special functions) are evaluated twice, at ``P`` and ``P + 32`` bits, and only the bits on
-  which both agree are trusted. If the trusted value lies too close to a rounding midpoint of the
-  target type to decide the rounding, the precision is doubled (Ziv's strategy), up to 2560 bits;
-  a value that stays on a midpoint is an exact midpoint (``x ** y``) and is rounded to even.
+  which both agree are trusted (complex values are always evaluated twice, and a part both give
+  as exactly zero is trusted only at the last precision). If the trusted value lies too close to
+  a rounding midpoint of the target type to decide the rounding, the precision is doubled (Ziv's
+  strategy), up to 2560 bits; a value that stays on a midpoint is an exact midpoint (``x ** y``)
+  and is rounded to even.
 - add, subtract, multiply and ``chlo.square`` are exact in mpmath; abs, negate, ceil, floor,
   the round ops, sign and remainder are exact in f64 and computed there (complex negate too,
   part by part; complex ``sign`` is ``z / |z|``, and ``(0, 0)`` at zero as spec.md "sign" says).
@@ -857,7 +859,10 @@ def _round_refining(val: _Value, fmt: Format):
 
 def _round_part(v, fmt, t, val, other=None):
     if v == 0 and not mpmath.isnan(v):
-        return val.zero_value, False
+        # a zero part of a complex value is trusted only at the last precision: mpmath's formulas
+        # can cancel a tiny part to exactly 0 at every working precision below what it needs (the
+        # imaginary part of acos(-3.5e-16 - 5.9e-33i) is 5.9e-33, and 0 at 64 and 96 bits)
+        return val.zero_value, other is not None and t is not None
     if other is not None and mpmath.isfinite(v) and _from_stand_in(v, other):
         return _zero(v < 0, fmt), False
     return _round_mpf(v, fmt, t)
