@@ -26,6 +26,20 @@ Inputs (:func:`inputs_for`):
 Elements whose value the spec leaves open (:func:`.exact.spec_silent`), and the rare inputs whose
 exact value takes mpmath more than ``EVAL_SECONDS`` (``polygamma`` of a huge order, ...), are not
 measured; they are counted as ``silent``.
+
+Each :class:`Cell` records its wall time (``seconds``) and the largest distance of a result from
+the correctly rounded one in steps of the type (``max_steps``, what comparisons bound). A JSON
+Lines file of cells (``--jsonl``) also gets one record per run (:func:`run_record`), so that a
+table measured over several runs states its total honestly: the sum of the per-cell times, and
+the wall time of every run.
+
+The report (:func:`render_markdown`) has, per backend, a table of the 4- to 8-bit types and one of
+the 16-, 32-, 64-bit and complex types; an op the type cannot take is ``n/a`` with its reason
+(:func:`not_applicable`), a cell not measured yet ``not run``. Every cell of the numpy backend that
+is not correctly rounded is listed with its reason from ``accuracy_notes.json``.
+
+The default ULP bounds of the ``ulp`` accuracy class (``ulp_defaults.json``, :mod:`.classes`) are
+derived from the cells by :func:`ulp_defaults` (the rule: :data:`DEFAULTS_RULE`).
 """
 
 from __future__ import annotations
