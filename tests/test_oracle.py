@@ -131,6 +131,16 @@ def test_a_tiny_part_of_a_complex_value_is_not_lost_to_cancellation():
     assert cr("chlo.square", np.complex64([1 + 1j]))[0] == 2j
 
 
+def test_acosh_below_its_cut_and_the_poles_of_atan():
+    # acosh(x -+ 0i) = 0 -+ i acos(x) on (-1, 1) (C99 G.6.2.1: acosh(conj z) = conj(acosh z));
+    # acos(-0.25) = 1.8234765819369754 (pi/2 + asin(0.25) = 1.5707963267948966 + 0.25268025514207865)
+    z = np.complex128([complex(-0.25, -0.0), complex(-0.25, 0.0)])
+    r = cr("chlo.acosh", z)
+    assert r[0].imag == -1.8234765819369754 and r[1].imag == 1.8234765819369754 and r[0].real == r[1].real == 0
+    # atan(+-i) is a pole (like atanh(+-1)): not measured
+    assert spec_silent("chlo.atan", [np.complex64([1j, -1j, 2j])]).tolist() == [True, True, False]
+
+
 def test_complex_sign_and_negate():
     # sign(3 + 4i) = 3/5 + 4/5 i; sign(1 + i) = (1 + i)/sqrt(2): 0.70710678118654752 rounds in f32 to
     # 0.707106769084930419921875 (0x3F3504F3, 1.2e-8 below; the next f32 up is 4.8e-8 above)

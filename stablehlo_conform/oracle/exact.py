@@ -39,9 +39,10 @@ sign of the exact value. For complex arguments a zero part stands for the limit 
 result, follow the argument's signed zeros.
 
 **Complex results** are rounded part by part (each part correctly rounded). Complex arguments
-with an infinite or NaN part (except for ``negate``), and ``0 + 0i`` at a pole or branch point (``log``, ``rsqrt``,
-``power``, ``divide``), have no value the spec fixes: :func:`correctly_rounded` gives the value
-NumPy computes in complex128 there, and :func:`spec_silent` marks them.
+with an infinite or NaN part (except for ``negate``), ``0 + 0i`` at a pole or branch point
+(``log``, ``rsqrt``, ``power``, ``divide``), and the poles ``atanh(+-1)`` and ``atan(+-i)`` have no
+value the spec fixes: :func:`correctly_rounded` gives the value NumPy computes in complex128
+there, and :func:`spec_silent` marks them.
 
 **ULP error** (:func:`ulp_error`): ``|actual - exact| / ulp(exact)``, where ``exact`` is the
 unrounded value and ``ulp(x) = 2 ** (max(floor(log2|x|), emin) - p + 1)`` is the spacing of the
@@ -599,6 +600,15 @@ def _mp_i1e(x):
     return _bessel_ie(1, x)
 
 
+def _mp_complex_acosh(z):
+    """acosh below the real axis by ``acosh(conj z) = conj(acosh z)`` (C99 G.6.2.1): mpmath takes a
+    point of the cut (-1, 1) whose imaginary part is a negative stand-in for -0 (too small for its
+    precision) as a point above it (acosh(-0.25 - 0i) = 0 - 1.823i, not 0 + 1.823i)."""
+    if z.imag < 0:
+        return mpmath.conj(mpmath.acosh(mpmath.conj(z)))
+    return mpmath.acosh(z)
+
+
 def _mp_cbrt(x):
     if isinstance(x, mpmath.mpc):
         return mpmath.power(x, _MPF(1) / 3)
@@ -662,7 +672,7 @@ _op(_S + "divide", 2, mpmath.fdiv, lambda x, y: x / y, _sp_div, _zero_mul)
 _op(_C + "acos", 1, mpmath.acos, mpmath.acos, _sp_acos_asin)
 _op(_C + "asin", 1, mpmath.asin, mpmath.asin, _sp_acos_asin, _ODD)
 _op(_C + "atan", 1, mpmath.atan, mpmath.atan, _sp_atan, _ODD)
-_op(_C + "acosh", 1, mpmath.acosh, mpmath.acosh, _sp_acosh)
+_op(_C + "acosh", 1, mpmath.acosh, _mp_complex_acosh, _sp_acosh)
 _op(_C + "asinh", 1, mpmath.asinh, mpmath.asinh, _sp_odd_inf, _ODD)
 _op(_C + "atanh", 1, mpmath.atanh, mpmath.atanh, _sp_atanh, _ODD)
 _op(_C + "cosh", 1, mpmath.cosh, mpmath.cosh, _sp_cosh)
@@ -944,6 +954,8 @@ def _complex_silent(op, xs) -> bool:
             return True
         if op == _S + "log_plus_one" and z == -1:
             return True
+    if op == _C + "atan" and (xs[0] == 1j or xs[0] == -1j):  # the poles of atan, like atanh's at +-1
+        return True
     return False
 
 
