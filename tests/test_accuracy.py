@@ -185,8 +185,10 @@ HAND_TABLE = [
      "max_steps": 2 ** 64 - 1},
     {"backend": "xla", "op": "chlo.erf", "type": "f64", "max_ulp": 3.3, "n": 10, "correctly_rounded": 5,
      "max_steps": 3},
-    # lgamma: every backend flagged -> the cap
+    # lgamma, digamma: every backend flagged -> no bound from the table: the previous entry, else the floor
     {"backend": "numpy", "op": "chlo.lgamma", "type": "f64", "max_ulp": 1e6, "n": 10, "correctly_rounded": 5,
+     "max_steps": 1000000},
+    {"backend": "numpy", "op": "chlo.digamma", "type": "f64", "max_ulp": 1e6, "n": 10, "correctly_rounded": 5,
      "max_steps": 1000000},
     # a cell written before max_steps was recorded: floor(1.4 + 0.5) = 1
     {"backend": "numpy", "op": "stablehlo.tanh", "type": "f32", "max_ulp": 1.4, "n": 10, "correctly_rounded": 5},
@@ -205,7 +207,7 @@ def test_ulp_defaults_are_derived_from_the_table_by_the_documented_rule(tmp_path
     base = tmp_path / "defaults.json"
     base.write_text(json.dumps({"about": "old", "ops": {
         "stablehlo.exponential": {"*": 7}, "chlo.broadcast_add": {"*": 9}, "chlo.broadcast_multiply": {"*": 9},
-        "chlo.igamma": {"*": 4}, "*": {"*": 4}}}))
+        "chlo.igamma": {"*": 4}, "chlo.lgamma": {"*": 1, "f64": 5}, "*": {"*": 4}}}))
     r = subprocess.run([sys.executable, "-m", "stablehlo_conform.cli", "accuracy", "--backend", "numpy", "--backend",
                         "xla", "--jsonl", stream, "--render-only",
                         "--write-defaults", base, "-o", tmp_path / "t.md"], capture_output=True, text=True,
@@ -213,18 +215,19 @@ def test_ulp_defaults_are_derived_from_the_table_by_the_documented_rule(tmp_path
     assert r.returncode == 0, r.stderr
     doc = json.loads(base.read_text())
     assert doc["ops"] == {
-        "chlo.erf": {"*": 3},
+        "chlo.erf": {"*": 1, "f64": 3},
         "chlo.igamma": {"*": 4},                       # not measured: kept
-        "chlo.lgamma": {"*": A.STEP_CAP},
+        "chlo.digamma": {"*": 1},
+        "chlo.lgamma": {"*": 1, "f64": 5},
         "stablehlo.add": {"*": 0},
-        "stablehlo.exponential": {"*": 1, "f32": 2},
-        "stablehlo.multiply": {"*": 3},
+        "stablehlo.exponential": {"*": 7, "bf16": 1, "f16": 1, "f32": 2},  # other types not measured: kept
+        "stablehlo.multiply": {"*": 0, "complex<f32>": 3, "complex<f64>": 1},
         "stablehlo.tanh": {"*": 1},
         "chlo.broadcast_add": {"*": 0},                # the bounds of stablehlo.add
-        "chlo.broadcast_multiply": {"*": 3},
+        "chlo.broadcast_multiply": {"*": 0, "complex<f32>": 3, "complex<f64>": 1},
         "*": {"*": 4},
     }
-    assert doc["flagged"] == ["chlo.erf f64 numpy: non-finite error", "chlo.lgamma f64 numpy: 1000000 ULPs",
-                              "stablehlo.add f32 xla: 8388607 ULPs"]
+    assert doc["flagged"] == ["chlo.digamma f64 numpy: 1000000 ULPs", "chlo.erf f64 numpy: non-finite error",
+                              "chlo.lgamma f64 numpy: 1000000 ULPs", "stablehlo.add f32 xla: 8388607 ULPs"]
     assert doc["rule"] == A.DEFAULTS_RULE and list(doc["ops"])[-1] == "*"
     Profile.from_dict(doc)  # the format the accuracy classes read

@@ -669,8 +669,9 @@ DEFAULTS_RULE = (
     "correctly rounded (add, subtract, multiply, divide, sqrt, chlo.square on real types; add and subtract "
     "on complex types, part by part) or 1 for every other op (StableHLO gives no accuracy guarantee, "
     f"spec.md 'Accuracy'). A backend's cell beyond {STEP_CAP} ULPs or with a non-finite error (a NaN or "
-    "infinity where the value is finite) is flagged and not used; where every backend is flagged the bound "
-    f"is {STEP_CAP}. '*' of an op is its most common bound (the larger on a tie), types are listed where "
+    "infinity where the value is finite) is flagged and not used; where every backend is flagged the table "
+    "gives no bound and the previous entry stands (the floor for an op without one), as it does for the types a "
+    "partial table does not measure. '*' of an op is its most common bound (the larger on a tie), types are listed where "
     "they differ; chlo.broadcast_X takes the bounds of X; ops the table does not measure keep their entry.")
 
 
@@ -705,10 +706,17 @@ def ulp_defaults(cells: Sequence[Cell], base: dict, source: str = "") -> dict:
             flagged.append(f"{c.op} {c.type} {c.backend}: " + ("non-finite error" if b is None else f"{b} ULPs"))
             continue
         bounds.append(b)
+    ops = dict(base.get("ops", {}))
+
+    def previous(op: str, t: str) -> int:
+        row = ops.get(op)
+        return floor_bound(op, t) if row is None else row.get(t, row.get("*", floor_bound(op, t)))
+
     rows: dict[str, dict[str, int]] = {}
     for (op, t), bounds in per.items():
-        rows.setdefault(op, {})[t] = max([floor_bound(op, t)] + bounds) if bounds else STEP_CAP
-    ops = dict(base.get("ops", {}))
+        rows.setdefault(op, {})[t] = max([floor_bound(op, t)] + bounds) if bounds else previous(op, t)
+    for op, row in rows.items():  # the types a partial table does not measure keep their bound
+        row.update({t: previous(op, t) for t in ALL_TYPES if t not in row and op in ops_for(t)})
     for op, by_type in rows.items():
         ops[op] = _compact(by_type)
     for name in list(ops):
