@@ -190,6 +190,11 @@ HAND_TABLE = [
      "max_steps": 1000000},
     {"backend": "numpy", "op": "chlo.digamma", "type": "f64", "max_ulp": 1e6, "n": 10, "correctly_rounded": 5,
      "max_steps": 1000000},
+    # f6E3M2FN (p = 3): beyond 2**4 = 16 steps is flagged, as far as 12 is used
+    {"backend": "numpy", "op": "chlo.zeta", "type": "f6E3M2FN", "max_ulp": 50.0, "n": 10, "correctly_rounded": 5,
+     "max_steps": 56},
+    {"backend": "xla", "op": "chlo.zeta", "type": "f6E3M2FN", "max_ulp": 11.7, "n": 10, "correctly_rounded": 5,
+     "max_steps": 12},
     # a cell written before max_steps was recorded: floor(1.4 + 0.5) = 1
     {"backend": "numpy", "op": "stablehlo.tanh", "type": "f32", "max_ulp": 1.4, "n": 10, "correctly_rounded": 5},
     # not run: no information; floor is an exact op (its class is exact): no entry
@@ -223,11 +228,14 @@ def test_ulp_defaults_are_derived_from_the_table_by_the_documented_rule(tmp_path
         "stablehlo.exponential": {"*": 7, "bf16": 1, "f16": 1, "f32": 2},  # other types not measured: kept
         "stablehlo.multiply": {"*": 0, "complex<f32>": 3, "complex<f64>": 1},
         "stablehlo.tanh": {"*": 1},
+        "chlo.zeta": {"*": 1, "f6E3M2FN": 12},
         "chlo.broadcast_add": {"*": 0},                # the bounds of stablehlo.add
         "chlo.broadcast_multiply": {"*": 0, "complex<f32>": 3, "complex<f64>": 1},
         "*": {"*": 4},
     }
     assert doc["flagged"] == ["chlo.digamma f64 numpy: 1000000 ULPs", "chlo.erf f64 numpy: non-finite error",
-                              "chlo.lgamma f64 numpy: 1000000 ULPs", "stablehlo.add f32 xla: 8388607 ULPs"]
+                              "chlo.lgamma f64 numpy: 1000000 ULPs", "chlo.zeta f6E3M2FN numpy: 56 ULPs",
+                              "stablehlo.add f32 xla: 8388607 ULPs"]
+    assert [A.step_cap(t) for t in ("f4E2M1FN", "f8E4M3FN", "bf16", "f32", "complex<f64>")] == [8, 32, 64, 64, 64]
     assert doc["rule"] == A.DEFAULTS_RULE and list(doc["ops"])[-1] == "*"
     Profile.from_dict(doc)  # the format the accuracy classes read

@@ -656,7 +656,15 @@ def _time_per_type(cells: Sequence[Cell], types: Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------- #
 
 STEP_CAP = 64
-"""A cell whose bound exceeds this many ULPs (or whose error is not finite) is flagged, not used."""
+"""A cell whose bound exceeds this many ULPs, or :func:`step_cap` of its type, or whose error is not
+finite, is flagged, not used."""
+
+
+def step_cap(type_name: str) -> int:
+    """The flagging cap of a type: 64 ULPs, or ``2**(p + 1)`` for a type of ``p`` significand bits
+    where that is less (four binades of steps: the value is off by a factor of about 16)."""
+    p, _ = significand_and_emin(dtype_of(type_name.replace("complex<", "").rstrip(">")))
+    return min(STEP_CAP, 2 ** (p + 1))
 
 # ops IEEE 754-2019 section 5.4.1 requires correctly rounded (chlo.square is a multiplication)
 IEEE_EXACT_REAL = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide",
@@ -668,7 +676,8 @@ DEFAULTS_RULE = (
     "the backends of the accuracy table (docs/accuracy.md), and at least 0 for the ops IEEE 754 requires "
     "correctly rounded (add, subtract, multiply, divide, sqrt, chlo.square on real types; add and subtract "
     "on complex types, part by part) or 1 for every other op (StableHLO gives no accuracy guarantee, "
-    f"spec.md 'Accuracy'). A backend's cell beyond {STEP_CAP} ULPs or with a non-finite error (a NaN or "
+    f"spec.md 'Accuracy'). A backend's cell beyond {STEP_CAP} ULPs (or, for a type of p significand bits, "
+    "beyond 2**(p + 1): four binades, a factor of about 16) or with a non-finite error (a NaN or "
     "infinity where the value is finite) is flagged and not used; where every backend is flagged the table "
     "gives no bound and the previous entry stands (the floor for an op without one), as it does for the types a "
     "partial table does not measure. '*' of an op is its most common bound (the larger on a tie), types are listed where "
@@ -702,7 +711,7 @@ def ulp_defaults(cells: Sequence[Cell], base: dict, source: str = "") -> dict:
             continue
         bounds = per.setdefault((c.op, c.type), [])
         b = measured_bound(cell_dict(c))
-        if b is None or b > STEP_CAP:
+        if b is None or b > step_cap(c.type):
             flagged.append(f"{c.op} {c.type} {c.backend}: " + ("non-finite error" if b is None else f"{b} ULPs"))
             continue
         bounds.append(b)
@@ -725,7 +734,7 @@ def ulp_defaults(cells: Sequence[Cell], base: dict, source: str = "") -> dict:
             src = next((o for o in ("stablehlo." + short, "chlo." + short) if o in rows), None)
             if src is not None:
                 ops[name] = dict(ops[src])
-    wild = ops.pop("*", {"*": STEP_CAP})
+    wild = ops.pop("*", {"*": 4})
     ordered = {op: ops[op] for op in sorted(ops, key=lambda o: (o.startswith("chlo.broadcast_"), o))}
     ordered["*"] = wild
     return {"about": DEFAULTS_ABOUT, "rule": DEFAULTS_RULE, "source": source,
