@@ -581,6 +581,9 @@ def render_markdown(cells: Sequence[Cell], meta: dict, notes: dict | None = None
         if errs:
             lines += [f"### {b}: cells not measured", ""]
             lines += [f"- `{c.op}` {c.type}: {c.status}: {c.message}" for c in errs] + [""]
+    lines += ["## Default ULP bounds", "",
+              "`stablehlo_conform/oracle/ulp_defaults.json`, the bounds comparisons allow by default, is derived "
+              "from these cells by `--write-defaults`: " + DEFAULTS_RULE, ""]
     lines += _time_per_type(cells, types)
     return "\n".join(lines)
 
