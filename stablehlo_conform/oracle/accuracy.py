@@ -682,9 +682,10 @@ DEFAULTS_RULE = (
     f"spec.md 'Accuracy'). A backend's cell beyond {STEP_CAP} ULPs (or, for a type of p significand bits, "
     "beyond 2**(p + 1): four binades, a factor of about 16) or with a non-finite error (a NaN or "
     "infinity where the value is finite) is flagged and not used; where every backend is flagged the table "
-    "gives no bound and the previous entry stands (the floor for an op without one), as it does for the types a "
-    "partial table does not measure. '*' of an op is its most common bound (the larger on a tie), types are listed where "
-    "they differ; chlo.broadcast_X takes the bounds of X; ops the table does not measure keep their entry.")
+    "gives no bound and the previous entry stands (the floor for an op without one), as it does for the types "
+    "a partial table does not measure. '*' of an op is its most common bound (the larger on a tie), types are "
+    "listed where they differ; chlo.broadcast_X takes the bounds of X; ops the table does not measure keep their "
+    "entry.")
 
 
 DEFAULTS_ABOUT = (
