@@ -79,7 +79,8 @@ def test_cli_writes_markdown_and_json(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     text = md.read_text()
-    assert "| `sqrt` | CR | CR |" in text and "| `chlo.erf` | CR | CR |" in text
+    # one table for the 4- to 8-bit types, one for the wider ones
+    assert text.count("| `sqrt` | CR |") == text.count("| `chlo.erf` | CR |") == 2
     data = json.loads(js.read_text())
     assert {c["type"] for c in data["cells"]} == {"f4E2M1FN", "f32"} and data["meta"]["samples"] == 200
     # --jsonl streams the cells; a second run measures nothing again and renders the same tables
@@ -90,7 +91,151 @@ def test_cli_writes_markdown_and_json(tmp_path):
     again = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert first.returncode == again.returncode == 0
     assert "f8E5M2" in first.stderr and "f8E5M2" not in again.stderr and first.stdout == again.stdout
-    assert len(stream.read_text().splitlines()) == 1
+    lines = [json.loads(x) for x in stream.read_text().splitlines()]
+    assert len(lines) == 2 and lines[0]["op"] == "stablehlo.sqrt" and lines[1]["run"]["cells"] == 1
     bad = subprocess.run([sys.executable, "-m", "stablehlo_conform.cli", "accuracy", "--op", "nonsense"],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2
+
+
+def _cell(backend, op, type_name, **kw):
+    base = dict(status="ok", n=100, correctly_rounded=100, max_ulp=0.5, max_steps=0, seconds=1.0)
+    base.update(kw)
+    return A.Cell(backend, op, type_name, **base)
+
+
+def test_render_groups_types_marks_na_and_unmeasured_cells_and_explains_numpy_bounds():
+    cells = [_cell("numpy", "chlo.erf", "f8E4M3FN"), _cell("numpy", "chlo.erf", "f32"),
+             _cell("numpy", "stablehlo.exponential", "f32", correctly_rounded=90, max_ulp=1.25, max_steps=1,
+                   worst={"args": ["3.5"], "actual": "33.0", "correctly_rounded": "33.1", "ulp": 1.25}),
+             _cell("numpy", "stablehlo.exponential", "complex<f32>", correctly_rounded=99, max_ulp=0.75),
+             _cell("numpy", "stablehlo.sqrt", "complex<f32>")]
+    notes = {"stablehlo.exponential": {"f32": "the kernel evaluates in f32"}}
+    text = A.render_markdown(cells, {"command": "conform accuracy", "samples": 7}, notes=notes)
+    assert "### numpy: 4- to 8-bit types" in text and "| op | f8E4M3FN |" in text
+    assert "### numpy: 16-, 32-, 64-bit and complex types" in text and "| op | f32 | complex<f32> |" in text
+    # erf has no complex definition: n/a with its reason; sqrt on f32 was not measured: "not run"
+    assert "| `chlo.erf` | CR | n/a |" in text and "`chlo.erf`" in text.split("n/a: ")[1].split("\n")[0]
+    assert "| `sqrt` | not run | CR |" in text and "**Incomplete:**" in text
+    assert "| `exponential` | 1.25 (90.00%) | 0.7500 (99.00%) |" in text
+    # every numpy cell that is not correctly rounded is listed, with its reason or "unexplained"
+    bounds = text.split("### numpy: cells not correctly rounded")[1]
+    assert "2 cells, 1 of them unexplained" in bounds
+    assert "| `exponential` | f32 | 1.25 | 90.00% | 3.5 | 33.0 | 33.1 | the kernel evaluates in f32 |" in bounds
+    assert "| `exponential` | complex<f32> | 0.7500 | 99.00% | - | - | - | **unexplained** |" in bounds
+    assert "other cells use 7 seeded samples" in text
+
+
+def test_run_time_is_the_sum_of_cell_times_and_the_wall_time_of_each_run():
+    cells = [_cell("numpy", "chlo.erf", "f32", seconds=30.0), _cell("xla", "chlo.erf", "f32", seconds=90.0),
+             _cell("numpy", "chlo.erf", "bf16", seconds=None)]
+    one = [{"command": "conform accuracy", "jobs": 2, "wall_seconds": 60.0, "cells": 2, "finished": True}]
+    text = A.render_markdown(cells, {}, notes={}, runs=one)
+    assert ("**Run time:** the 2 cells took 2.0 minutes in total (the sum of the per-cell times; 1 cells "
+            "measured without a recorded time are not in it); the run that measured them took 1.0 minutes "
+            "of wall time with `-j 2` for 2 cells.") in text
+    assert "| f32 | 2 | 2.0 |" in text  # minutes per type
+    two = one + [{"command": "conform accuracy", "jobs": 1, "wall_seconds": 6.0, "cells": 1, "finished": False}]
+    text = A.render_markdown(cells, {}, notes={}, runs=two)
+    assert ("they were measured in 2 runs: 1.0 minutes of wall time with `-j 2` for 2 cells, 0.1 minutes of "
+            "wall time with `-j 1` for 1 cells (interrupted).") in text
+    assert "the wall time of the run was not recorded" in A.render_markdown(cells, {}, notes={})
+
+
+def test_a_resumed_run_totals_the_seconds_of_every_cell(tmp_path):
+    stream = tmp_path / "cells.jsonl"
+    cli = [sys.executable, "-m", "stablehlo_conform.cli", "accuracy", "--type", "f4E2M1FN", "--jsonl", stream, "-q"]
+    first = subprocess.run(cli + ["--op", "sqrt"], capture_output=True, text=True, timeout=300)
+    second = subprocess.run(cli + ["--op", "sqrt", "--op", "negate"], capture_output=True, text=True, timeout=300)
+    assert first.returncode == second.returncode == 0, second.stderr
+    cells, runs = A.read_jsonl(str(stream))
+    assert [c.op for c in cells] == ["stablehlo.sqrt", "stablehlo.negate"] and [r["cells"] for r in runs] == [1, 1]
+    assert all(c.seconds is not None and c.seconds >= 0 for c in cells)
+    total = sum(c.seconds for c in cells)
+    assert f"the 2 cells took {total / 60:.1f} minutes in total" in second.stdout
+    assert "they were measured in 2 runs" in second.stdout
+    # rendering only adds no run record and gives the same report
+    again = subprocess.run(cli + ["--op", "sqrt", "--op", "negate", "--render-only"], capture_output=True, text=True,
+                           timeout=300)
+    assert again.stdout == second.stdout and len(A.read_jsonl(str(stream))[1]) == 2
+
+
+HAND_TABLE = [
+    # exponential: xla 2 steps off on f32 -> 2; correctly rounded elsewhere -> the floor, 1
+    {"backend": "numpy", "op": "stablehlo.exponential", "type": "f32", "max_ulp": 0.5, "n": 10,
+     "correctly_rounded": 10, "max_steps": 0},
+    {"backend": "xla", "op": "stablehlo.exponential", "type": "f32", "max_ulp": 2.1, "n": 10,
+     "correctly_rounded": 7, "max_steps": 2},
+    {"backend": "xla", "op": "stablehlo.exponential", "type": "bf16", "max_ulp": 0.5, "n": 10,
+     "correctly_rounded": 10, "max_steps": 0},
+    {"backend": "xla", "op": "stablehlo.exponential", "type": "f16", "max_ulp": 0.5, "n": 10,
+     "correctly_rounded": 10, "max_steps": 0},
+    # add: IEEE correctly rounded, floor 0; xla flushing subnormals is far beyond the cap: flagged
+    {"backend": "numpy", "op": "stablehlo.add", "type": "f32", "max_ulp": 0.5, "n": 10, "correctly_rounded": 10,
+     "max_steps": 0},
+    {"backend": "xla", "op": "stablehlo.add", "type": "f32", "max_ulp": 1.6e7, "n": 10, "correctly_rounded": 9,
+     "max_steps": 8388607},
+    {"backend": "numpy", "op": "stablehlo.add", "type": "complex<f32>", "max_ulp": 0.5, "n": 10,
+     "correctly_rounded": 10, "max_steps": 0},
+    # complex multiply: floor 1, measured 3
+    {"backend": "xla", "op": "stablehlo.multiply", "type": "complex<f32>", "max_ulp": 3.2, "n": 10,
+     "correctly_rounded": 5, "max_steps": 3},
+    # erf: numpy non-finite (flagged), xla 3 -> 3
+    {"backend": "numpy", "op": "chlo.erf", "type": "f64", "max_ulp": "inf", "n": 10, "correctly_rounded": 5,
+     "max_steps": 2 ** 64 - 1},
+    {"backend": "xla", "op": "chlo.erf", "type": "f64", "max_ulp": 3.3, "n": 10, "correctly_rounded": 5,
+     "max_steps": 3},
+    # lgamma, digamma: every backend flagged -> no bound from the table: the previous entry, else the floor
+    {"backend": "numpy", "op": "chlo.lgamma", "type": "f64", "max_ulp": 1e6, "n": 10, "correctly_rounded": 5,
+     "max_steps": 1000000},
+    {"backend": "numpy", "op": "chlo.digamma", "type": "f64", "max_ulp": 1e6, "n": 10, "correctly_rounded": 5,
+     "max_steps": 1000000},
+    # f6E3M2FN (p = 3): beyond 2**4 = 16 steps is flagged, as far as 12 is used
+    {"backend": "numpy", "op": "chlo.zeta", "type": "f6E3M2FN", "max_ulp": 50.0, "n": 10, "correctly_rounded": 5,
+     "max_steps": 56},
+    {"backend": "xla", "op": "chlo.zeta", "type": "f6E3M2FN", "max_ulp": 11.7, "n": 10, "correctly_rounded": 5,
+     "max_steps": 12},
+    # a cell written before max_steps was recorded: floor(1.4 + 0.5) = 1
+    {"backend": "numpy", "op": "stablehlo.tanh", "type": "f32", "max_ulp": 1.4, "n": 10, "correctly_rounded": 5},
+    # not run: no information; floor is an exact op (its class is exact): no entry
+    {"backend": "xla", "op": "stablehlo.sine", "type": "f32", "status": "unsupported", "max_ulp": 0.0},
+    {"backend": "numpy", "op": "stablehlo.floor", "type": "f32", "max_ulp": 3.0, "n": 10, "correctly_rounded": 5,
+     "max_steps": 3},
+]
+
+
+def test_ulp_defaults_are_derived_from_the_table_by_the_documented_rule(tmp_path):
+    from stablehlo_conform.oracle.classes import Profile
+
+    stream = tmp_path / "hand.jsonl"
+    stream.write_text("".join(json.dumps(d) + "\n" for d in HAND_TABLE))
+    base = tmp_path / "defaults.json"
+    base.write_text(json.dumps({"about": "old", "ops": {
+        "stablehlo.exponential": {"*": 7}, "chlo.broadcast_add": {"*": 9}, "chlo.broadcast_multiply": {"*": 9},
+        "chlo.igamma": {"*": 4}, "chlo.lgamma": {"*": 1, "f64": 5}, "*": {"*": 4}}}))
+    r = subprocess.run([sys.executable, "-m", "stablehlo_conform.cli", "accuracy", "--backend", "numpy", "--backend",
+                        "xla", "--jsonl", stream, "--render-only",
+                        "--write-defaults", base, "-o", tmp_path / "t.md"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(base.read_text())
+    assert doc["ops"] == {
+        "chlo.erf": {"*": 1, "f64": 3},
+        "chlo.igamma": {"*": 4},                       # not measured: kept
+        "chlo.digamma": {"*": 1},
+        "chlo.lgamma": {"*": 1, "f64": 5},
+        "stablehlo.add": {"*": 0},
+        "stablehlo.exponential": {"*": 7, "bf16": 1, "f16": 1, "f32": 2},  # other types not measured: kept
+        "stablehlo.multiply": {"*": 0, "complex<f32>": 3, "complex<f64>": 1},
+        "stablehlo.tanh": {"*": 1},
+        "chlo.zeta": {"*": 1, "f6E3M2FN": 12},
+        "chlo.broadcast_add": {"*": 0},                # the bounds of stablehlo.add
+        "chlo.broadcast_multiply": {"*": 0, "complex<f32>": 3, "complex<f64>": 1},
+        "*": {"*": 4},
+    }
+    assert doc["flagged"] == ["chlo.digamma f64 numpy: 1000000 ULPs", "chlo.erf f64 numpy: non-finite error",
+                              "chlo.lgamma f64 numpy: 1000000 ULPs", "chlo.zeta f6E3M2FN numpy: 56 ULPs",
+                              "stablehlo.add f32 xla: 8388607 ULPs"]
+    assert [A.step_cap(t) for t in ("f4E2M1FN", "f8E4M3FN", "bf16", "f32", "complex<f64>")] == [8, 32, 64, 64, 64]
+    assert doc["rule"] == A.DEFAULTS_RULE and list(doc["ops"])[-1] == "*"
+    Profile.from_dict(doc)  # the format the accuracy classes read

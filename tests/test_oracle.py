@@ -117,6 +117,50 @@ def test_complex_branch_cuts_follow_the_signed_zero():
     assert cr("stablehlo.abs", np.complex64([3 + 4j]), dtype=np.float32)[0] == 5.0
 
 
+def test_a_tiny_part_of_a_complex_value_is_not_lost_to_cancellation():
+    # acos(x + iy) = pi/2 - x - iy + O(|z|**3) for a tiny z: with x = -3.5135353e-16, y = -5.9446255e-33
+    # (f32 values) the imaginary part is -y to far below an ULP (mpmath at 200 bits:
+    # 5.9446255423220070333848591631017103236700430235127906048587e-33); mpmath's formula gives it
+    # as exactly 0 at 64 and 96 bits
+    z = np.complex64([complex(np.float32(-3.5135353e-16), np.float32(-5.9446255e-33))])
+    r = cr("chlo.acos", z)
+    assert r[0].real == np.float32(1.5707963267948966) and r[0].imag == -z[0].imag
+    r = cr("chlo.acos", z.astype(np.complex128))
+    assert r[0].imag == 5.9446255423220070e-33 == -float(z[0].imag)
+    # a part that is exactly zero stays zero: (1 + i)**2 = 0 + 2i
+    assert cr("chlo.square", np.complex64([1 + 1j]))[0] == 2j
+
+
+def test_acosh_below_its_cut_and_the_poles_of_atan():
+    # acosh(x -+ 0i) = 0 -+ i acos(x) on (-1, 1) (C99 G.6.2.1: acosh(conj z) = conj(acosh z));
+    # acos(-0.25) = 1.8234765819369754 (pi/2 + asin(0.25) = 1.5707963267948966 + 0.25268025514207865)
+    z = np.complex128([complex(-0.25, -0.0), complex(-0.25, 0.0)])
+    r = cr("chlo.acosh", z)
+    assert r[0].imag == -1.8234765819369754 and r[1].imag == 1.8234765819369754 and r[0].real == r[1].real == 0
+    # atan(+-i) is a pole (like atanh(+-1)): not measured
+    assert spec_silent("chlo.atan", [np.complex64([1j, -1j, 2j])]).tolist() == [True, True, False]
+
+
+def test_complex_sign_and_negate():
+    # sign(3 + 4i) = 3/5 + 4/5 i; sign(1 + i) = (1 + i)/sqrt(2): 0.70710678118654752 rounds in f32 to
+    # 0.707106769084930419921875 (0x3F3504F3, 1.2e-8 below; the next f32 up is 4.8e-8 above)
+    r = cr("stablehlo.sign", np.complex128([3 + 4j]))
+    assert r[0] == complex(0.6, 0.8)
+    r = cr("stablehlo.sign", np.complex64([1 + 1j]))
+    assert r[0].real == r[0].imag == np.float32(0.707106769084930419921875)
+    # sign(-4 - 0i) = -1 - 0i (the zero part keeps its side); sign(-0 - 0i) = (0.0, 0.0) (spec.md "sign")
+    r = cr("stablehlo.sign", np.complex128([complex(-4.0, -0.0), complex(-0.0, -0.0)]))
+    assert r[0] == -1 and np.signbit(r[0].imag)
+    assert r[1] == 0 and not np.signbit(r[1].real) and not np.signbit(r[1].imag)
+    assert spec_silent("stablehlo.sign", [np.complex64([complex(np.inf, 1.0)])]).tolist() == [True]
+    # negate: exact part by part, infinite and NaN parts included (measured, not left open)
+    z = np.complex64([complex(np.inf, np.nan), complex(0.0, -2.5)])
+    r = cr("stablehlo.negate", z)
+    assert r[0].real == -np.inf and np.isnan(r[0].imag) and r[1] == complex(-0.0, 2.5) and np.signbit(r[1].real)
+    assert spec_silent("stablehlo.negate", [z]).tolist() == [False, False]
+    assert ulp_error(-z, "stablehlo.negate", [z], np.complex64).tolist() == [0.0, 0.0]
+
+
 def test_ulp_error_definition():
     x = np.float32([1.0, 1.0, 1.0, -np.inf, 2.0])
     e = np.float32(math.e)  # exp(1) rounded: error below 0.5

@@ -28,27 +28,36 @@ def _resolve_ops(names):
 @click.option("--backend", "backends", multiple=True, default=("numpy",), show_default=True,
               help="Backend to measure (repeat for several; the exact values are computed once).")
 @click.option("--op", "ops", multiple=True, help="Only these ops (e.g. exponential, chlo.erf_inv); repeatable.")
-@click.option("--type", "types", multiple=True, help="Only these element types (e.g. bf16, f32, complex<f32>).")
+@click.option("--type", "types", multiple=True,
+              help="Only these element types (e.g. bf16, f32, complex<f32>); default: every float and "
+                   "complex type.")
 @click.option("--samples", default=None, type=click.IntRange(1), show_default="100000",
               help="Seeded samples per op for the types not measured exhaustively.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the Markdown tables here.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write every cell as JSON here.")
 @click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False),
-              help="Append every cell to this file as soon as it is measured; cells already in it are "
-                   "not measured again (a long run can be resumed).")
+              help="Append every cell to this file as soon as it is measured, and a record of the run "
+                   "(its wall time) at its end; cells already in it are not measured again (a long run "
+                   "can be resumed).")
 @click.option("--render-only", is_flag=True,
               help="With --jsonl: write the tables of the cells already in it, measuring nothing.")
+@click.option("--write-defaults", "defaults_path", type=click.Path(dir_okay=False),
+              help="Write the default ULP bounds derived from the measured cells here (the format of "
+                   "stablehlo_conform/oracle/ulp_defaults.json; entries of ops not measured are kept "
+                   "from the file, or from the packaged defaults when it does not exist).")
 @click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1),
               help="Worker processes (each measures whole cells).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path, render_only, jobs, quiet):
+def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path, render_only, defaults_path,
+             jobs, quiet):
     """Measure element-wise float math against arbitrary-precision values.
 
     Unary ops run on every value of each 4- to 16-bit type, binary ops on every pair of 4- to
     8-bit values; f32, f64, complex and binary 16-bit cells use seeded samples plus edge values.
-    Prints (or writes with -o) one table per backend: CR where every result is correctly rounded,
-    else the max ULP error and the share of correctly rounded results.
+    Prints (or writes with -o) the tables per backend: CR where every result is correctly rounded,
+    else the max ULP error and the share of correctly rounded results; then the run time (the
+    sum of the per-cell times, and the wall time of the runs that measured them).
     """
     from ..oracle import accuracy as A
     from ..types import ElementType
@@ -57,51 +66,68 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
         if t not in A.ALL_TYPES:
             raise click.BadParameter(f"{t!r} (one of: {', '.join(A.ALL_TYPES)})", param_hint="--type")
         ElementType(t)
+    if render_only and not jsonl_path:
+        raise click.UsageError("--render-only needs --jsonl")
     samples = samples or A.DEFAULT_SAMPLES
     start = time.perf_counter()
+    argv = " ".join(a if " " not in a and "<" not in a else repr(a) for a in sys.argv[1:])
+    command = f"conform {argv}".strip().replace(" --render-only", "")
 
     def progress(line):
         if not quiet:
             click.echo(line, err=True)
 
-    known, sink = [], None
+    known, runs, sink, fresh = [], [], None, []
     if jsonl_path:
         if os.path.exists(jsonl_path):
-            with open(jsonl_path) as f:
-                known = [A.cell_from_dict(json.loads(line)) for line in f if line.strip()]
+            known, runs = A.read_jsonl(jsonl_path)
         sink = open(jsonl_path, "a")
 
     def on_cells(cells):
+        fresh.extend(cells)
         if sink is not None:
             for c in cells:
                 sink.write(json.dumps(A.cell_dict(c)) + "\n")
             sink.flush()
 
-    if render_only and not jsonl_path:
-        raise click.UsageError("--render-only needs --jsonl")
+    finished = False
     try:
         cells = A.measure(backends, _resolve_ops(ops) if ops else None, types or None, samples, seed, progress,
                           jobs, known, on_cells, measure_missing=not render_only)
+        finished = True
     finally:
+        if fresh:  # the wall time of this run, also when it is interrupted
+            record = A.run_record(command, jobs, time.perf_counter() - start, fresh, finished)
+            runs.append(record["run"])
+            if sink is not None:
+                sink.write(json.dumps(record) + "\n")
         if sink is not None:
             sink.close()
-    argv = " ".join(a if " " not in a and "<" not in a else repr(a) for a in sys.argv[1:])
-    meta = {"command": f"conform {argv}".strip(), "samples": samples, "seed": seed,
-            "backends": list(backends), "seconds": round(time.perf_counter() - start, 1)}
-    if render_only:
-        del meta["seconds"]
-        meta["command"] = meta["command"].replace(" --render-only", "")
-    text = A.render_markdown(cells, meta)
+    meta = {"command": command, "samples": samples, "seed": seed, "backends": list(backends), "runs": runs}
+    text = A.render_markdown(cells, meta, runs=runs)
     if output:
         with open(output, "w") as f:
             f.write(text + "\n")
-        took = f", {meta['seconds'] / 60:.1f} minutes" if "seconds" in meta else ""
-        click.echo(f"wrote {output} ({len(cells)} cells{took})")
+        total = sum(c.seconds or 0.0 for c in cells)
+        click.echo(f"wrote {output} ({len(cells)} cells, {total / 60:.1f} minutes of cell time)")
     else:
         click.echo(text)
     if json_path:
         with open(json_path, "w") as f:
             json.dump(A.cells_json(cells, meta), f, indent=1)
+    if defaults_path:
+        _write_defaults(A, cells, defaults_path, command)
+
+
+def _write_defaults(A, cells, path, command):
+    from ..oracle.classes import DEFAULTS_FILE
+
+    base = path if os.path.exists(path) else DEFAULTS_FILE
+    with open(base) as f:
+        doc = A.ulp_defaults(cells, json.load(f), source=command)
+    with open(path, "w") as f:
+        f.write(A.defaults_text(doc))
+    click.echo(f"wrote {path} ({len(doc['ops'])} ops, {len(doc['flagged'])} cells flagged)")
 
 
 COMMANDS = [accuracy]

@@ -26,20 +26,37 @@ Inputs (:func:`inputs_for`):
 Elements whose value the spec leaves open (:func:`.exact.spec_silent`), and the rare inputs whose
 exact value takes mpmath more than ``EVAL_SECONDS`` (``polygamma`` of a huge order, ...), are not
 measured; they are counted as ``silent``.
+
+Each :class:`Cell` records its wall time (``seconds``) and the largest distance of a result from
+the correctly rounded one in steps of the type (``max_steps``, what comparisons bound). A JSON
+Lines file of cells (``--jsonl``) also gets one record per run (:func:`run_record`), so that a
+table measured over several runs states its total honestly: the sum of the per-cell times, and
+the wall time of every run.
+
+The report (:func:`render_markdown`) has, per backend, a table of the 4- to 8-bit types and one of
+the 16-, 32-, 64-bit and complex types; an op the type cannot take is ``n/a`` with its reason
+(:func:`not_applicable`), a cell not measured yet ``not run``. Every cell of the numpy backend that
+is not correctly rounded is listed with its reason from ``accuracy_notes.json``.
+
+The default ULP bounds of the ``ulp`` accuracy class (``ulp_defaults.json``, :mod:`.classes`) are
+derived from the cells by :func:`ulp_defaults` (the rule: :data:`DEFAULTS_RULE`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 from .. import types as T
+from ..compare import ulp_distance
 from ..kernels._numeric import float_from_bits, kind_of, significand_and_emin, wide
 from . import exact as X
 
@@ -143,8 +160,8 @@ def _random_real(dt: np.dtype, n: int, rng: np.random.Generator, slow: bool) -> 
     parts.append(rng.uniform(-100, 100, q))
     rest = n - 3 * q
     e = rng.uniform(emin - p, emax + 1, rest)
-    parts.append(np.where(rng.random(rest) < 0.5, -1.0, 1.0) * np.exp2(e))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # the top of the exponent range overflows f64 to inf (kept)
+        parts.append(np.where(rng.random(rest) < 0.5, -1.0, 1.0) * np.exp2(e))
         return np.concatenate(parts).astype(dt)
 
 
@@ -245,6 +262,12 @@ class Cell:
     correctly_rounded: int = 0    # elements equal to the correctly rounded value
     nonfinite_errors: int = 0     # NaN or inf where it should not be (error inf)
     worst: dict = field(default_factory=dict)
+    # the largest distance in steps of the type (``compare.ulp_distance``, what the comparisons of
+    # the ``ulp`` class bound) between a result and the correctly rounded one; None: not recorded
+    max_steps: int | None = None
+    # wall time of the cell in its worker: its backend run and comparison, plus an equal share of
+    # the inputs' exact values (computed once for every backend); None: not recorded
+    seconds: float | None = None
 
     @property
     def share(self) -> float:
@@ -281,6 +304,8 @@ def measure_cell(backend, op: str, type_name: str, args: Sequence[np.ndarray], e
     cell.correctly_rounded = int(same.sum())
     e = np.where(measured, err, -1.0)
     cell.nonfinite_errors = int(np.isinf(e).sum())
+    steps = ulp_distance(np.asarray(actual), np.asarray(exact_vals))
+    cell.max_steps = int(np.max(np.where(measured, steps, np.uint64(0)))) if cell.n else 0
     if cell.n:
         i = int(np.argmax(e))
         cell.max_ulp = float(e[i])
@@ -299,11 +324,16 @@ def measure_op(backends: Sequence, op: str, type_name: str, samples: int = DEFAU
     rdt = dtype_of(result_type(op, type_name))
     try:
         exact_vals = X.correctly_rounded(op, args, rdt)
+        shared = (time.perf_counter() - t0) / max(1, len(backends))
 
         def errors_of(actual):
             return X.ulp_error(actual, op, args, rdt)
 
-        cells = [measure_cell(b, op, type_name, args, exact_vals, errors_of) for b in backends]
+        cells = []
+        for b in backends:
+            t1 = time.perf_counter()
+            cells.append(measure_cell(b, op, type_name, args, exact_vals, errors_of))
+            cells[-1].seconds = round(shared + time.perf_counter() - t1, 3)
     finally:
         X.clear_cache()  # the values of one cell are not needed again; memory stays bounded
     return cells, int(args[0].size), time.perf_counter() - t0
@@ -349,17 +379,97 @@ def measure(backends: Sequence, ops: Iterable[str] | None = None, types: Iterabl
             done(job, measure_op(*job))
     else:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import ProcessPoolExecutor, as_completed
 
+        # cells are started in the order above and streamed as each one ends
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as ex:
-            for job, res in zip(todo, ex.map(_task, todo)):
-                done(job, res)
+            futures = {ex.submit(_task, job): job for job in todo}
+            try:
+                for fut in as_completed(futures):
+                    done(futures[fut], fut.result())
+            except BaseException:  # interrupted: the cells not started are dropped, not measured
+                ex.shutdown(wait=False, cancel_futures=True)
+                raise
     return sorted(results, key=lambda c: (names.index(c.backend), ALL_TYPES.index(c.type), c.op))
+
+
+# --------------------------------------------------------------------------- #
+# the cells on disk: a JSON Lines file of cells and run records
+# --------------------------------------------------------------------------- #
+
+
+def cell_dict(c: Cell) -> dict:
+    d = asdict(c)
+    if math.isinf(d["max_ulp"]):
+        d["max_ulp"] = "inf"
+    return d
+
+
+def cell_from_dict(d: dict) -> Cell:
+    d = dict(d)
+    d["max_ulp"] = float(d["max_ulp"])
+    return Cell(**d)
+
+
+def cells_json(cells: Sequence[Cell], meta: dict) -> dict:
+    return {"meta": meta, "cells": [cell_dict(c) for c in cells]}
+
+
+def run_record(command: str, jobs: int, wall_seconds: float, cells: Sequence[Cell], finished: bool) -> dict:
+    """One invocation that measured ``cells``: a line ``{"run": {...}}`` of the JSON Lines file,
+    next to the cells (it gives the rendered table its wall time)."""
+    return {"run": {"command": command, "jobs": jobs, "wall_seconds": round(wall_seconds, 1), "cells": len(cells),
+                    "cell_seconds": round(sum(c.seconds or 0.0 for c in cells), 1), "finished": finished}}
+
+
+def read_jsonl(path: str) -> tuple[list[Cell], list[dict]]:
+    """The cells and the run records of a JSON Lines file written with ``--jsonl``."""
+    cells, runs = [], []
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            d = json.loads(line)
+            if "run" in d:
+                runs.append(d["run"])
+            else:
+                cells.append(cell_from_dict(d))
+    return cells, runs
 
 
 # --------------------------------------------------------------------------- #
 # the report
 # --------------------------------------------------------------------------- #
+
+NOTES_FILE = Path(__file__).with_name("accuracy_notes.json")
+NOTED_BACKEND = "numpy"  # the backend whose cells that are not correctly rounded must each have a reason
+
+# why an op has no cell on complex types (shown as n/a)
+NOT_COMPLEX = {
+    "stablehlo.atan2": "spec.md names a complex atan2 without defining it",
+    "stablehlo.remainder": "spec.md leaves complex remainder TBD",
+    "stablehlo.ceil": "defined on floating-point types only (spec.md)",
+    "stablehlo.floor": "defined on floating-point types only (spec.md)",
+    "stablehlo.round_nearest_afz": "defined on floating-point types only (spec.md)",
+    "stablehlo.round_nearest_even": "defined on floating-point types only (spec.md)",
+    "chlo.bessel_i1e": "the bindings accept complex operands, but the scaling by exp(-|x|) is defined for "
+                       "real x only",
+}
+CHLO_REAL_ONLY = "the CHLO op takes floating-point operands only"
+
+
+def not_applicable(op: str, type_name: str) -> str | None:
+    """Why ``op`` is not measured on ``type_name`` (None: it is)."""
+    if op in ops_for(type_name):
+        return None
+    if type_name.startswith("complex"):
+        return NOT_COMPLEX.get(op, CHLO_REAL_ONLY if op.startswith("chlo.") else "no complex definition")
+    return "no exact definition"
+
+
+def load_notes(path: str | Path = NOTES_FILE) -> dict[str, dict[str, str]]:
+    """op -> element type -> why the :data:`NOTED_BACKEND` kernel is not correctly rounded there."""
+    return json.loads(Path(path).read_text())["notes"]
 
 
 def _ulp_text(u: float) -> str:
@@ -381,67 +491,275 @@ def cell_text(c: Cell) -> str:
     return f"{mu} ({pct_s}%)"
 
 
-def render_markdown(cells: Sequence[Cell], meta: dict) -> str:
-    """The tables: per backend, one row per op and one column per type."""
+def _op_name(op: str) -> str:
+    return op.replace("stablehlo.", "")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} minutes"
+
+
+def timing_text(cells: Sequence[Cell], runs: Sequence[dict]) -> list[str]:
+    """The run time of the table: the sum of the per-cell times (honest for a table measured over
+    several runs) and the wall time of each run that measured its cells."""
+    timed = [c for c in cells if c.seconds is not None]
+    total = sum(c.seconds for c in timed)
+    line = f"**Run time:** the {len(timed)} cells took {_minutes(total)} in total (the sum of the per-cell times"
+    line += f"; {len(cells) - len(timed)} cells measured without a recorded time are not in it)" \
+        if len(timed) < len(cells) else ")"
+    measured = [r for r in runs if r.get("cells")]
+    if measured:
+        parts = [f"{_minutes(r['wall_seconds'])} of wall time with `-j {r['jobs']}` for {r['cells']} cells"
+                 + ("" if r.get("finished", True) else " (interrupted)") for r in measured]
+        line += "; " + ("the run that measured them took " if len(parts) == 1 else
+                        f"they were measured in {len(parts)} runs: ") + ", ".join(parts)
+    else:
+        line += "; the wall time of the run was not recorded"
+    return [line + ".", ""]
+
+
+def _type_table(types: Sequence[str], ops: Sequence[str], by: dict) -> list[str]:
+    lines = ["| op | " + " | ".join(types) + " |", "|---|" + "---|" * len(types)]
+    for op in ops:
+        row = []
+        for t in types:
+            c = by.get((op, t))
+            row.append(cell_text(c) if c is not None else ("n/a" if not_applicable(op, t) else "not run"))
+        lines.append(f"| `{_op_name(op)}` | " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def _narrow(type_name: str) -> bool:
+    return not type_name.startswith("complex") and _bits(type_name) <= 8
+
+
+def render_markdown(cells: Sequence[Cell], meta: dict, notes: dict | None = None,
+                    runs: Sequence[dict] = ()) -> str:
+    """The report: per backend, a table of the 4- to 8-bit types and one of the 16-bit, 32-bit,
+    64-bit and complex types (one row per op, one column per type); the cells of
+    :data:`NOTED_BACKEND` that are not correctly rounded, each with its reason from ``notes``
+    (op -> type -> reason; "unexplained" without one); the worst cases of the other backends; the
+    run time (:func:`timing_text`, from ``runs``, the run records) and its breakdown per type."""
+    notes = load_notes() if notes is None else notes
+    samples = meta.get("samples", DEFAULT_SAMPLES)
     lines = ["# Accuracy of element-wise float math", "",
-             "Generated by `" + meta.get("command", "conform accuracy") + "`"
-             + (f" in {meta['seconds'] / 60:.0f} minutes" if "seconds" in meta else "") + ".", "",
+             "Generated by `" + meta.get("command", "conform accuracy") + "`.", "",
              "Each cell: **CR** when every result is the correctly rounded value (round to nearest even of",
              "the exact value, computed with mpmath; signed zeros included), otherwise the maximum error in",
              "ULPs of the exact value and, in parentheses, the share of correctly rounded results. `inf`",
              "means a NaN or infinity where the value is finite (or the reverse); `error`/`unsupported`: the",
-             "backend rejected the program. Unary ops on 4- to 16-bit types and binary ops on 4- to 8-bit",
-             f"types are exhaustive (every value or pair); other cells use {meta.get('samples', DEFAULT_SAMPLES)}",
-             "seeded samples plus edge values (see `stablehlo_conform/oracle/accuracy.py`). Inputs whose",
-             "value the spec leaves open (poles of digamma, complex infinities, ...) are not counted.", ""]
+             "backend rejected the program; `n/a`: the op is not defined on the type (see the notes under the",
+             "table). Unary ops on 4- to 16-bit types and binary ops on 4- to 8-bit types are exhaustive",
+             f"(every value or pair); other cells use {samples} seeded samples plus edge values (a tenth of",
+             "them for the slow special functions; see `stablehlo_conform/oracle/accuracy.py`). Complex",
+             "results are measured part by part, each part in its own ULP. Inputs whose value the spec",
+             "leaves open (poles of digamma, complex infinities, ...) are not counted.", ""]
+    lines += timing_text(cells, runs)
     backends = list(dict.fromkeys(c.backend for c in cells))
     types = [t for t in ALL_TYPES if any(c.type == t for c in cells)]
-    missing = [(t, op) for t in types for op in ops_for(t) if not any(c.type == t and c.op == op for c in cells)]
+    present = {(c.op, c.type) for c in cells}
+    missing = [(t, op) for t in types for op in ops_for(t) if (op, t) not in present]
     if missing:
-        lines += [f"**Incomplete:** {len(missing)} op/type cells are not measured yet (blank below); "
+        lines += [f"**Incomplete:** {len(missing)} op/type cells are not measured yet (`not run` below); "
                   "re-running the command with `--jsonl` on the same file measures only those.", ""]
-    short = {t: t.replace("complex<", "c").replace(">", "") for t in types}
+    groups = [("4- to 8-bit types", [t for t in types if _narrow(t)]),
+              ("16-, 32-, 64-bit and complex types", [t for t in types if not _narrow(t)])]
     for b in backends:
         mine = [c for c in cells if c.backend == b]
-        ops = sorted(dict.fromkeys(c.op for c in mine))
         by = {(c.op, c.type): c for c in mine}
-        lines += [f"## {b}", "", "| op | " + " | ".join(short[t] for t in types) + " |",
-                  "|---|" + "---|" * len(types)]
-        for op in ops:
-            row = [cell_text(by[(op, t)]) if (op, t) in by else "" for t in types]
-            lines.append(f"| `{op.replace('stablehlo.', '')}` | " + " | ".join(row) + " |")
-        lines.append("")
-        bad = [c for c in mine if c.status == "ok" and c.worst and c.max_ulp > 0.5]
-        if bad:
-            lines += [f"### {b}: worst case per cell above 0.5 ULP", "",
-                      "| op | type | ULP | arguments | result | correctly rounded |", "|---|---|---|---|---|---|"]
-            for c in sorted(bad, key=lambda c: (c.op, ALL_TYPES.index(c.type))):
-                w = c.worst
-                mu = _ulp_text(c.max_ulp)
-                lines.append(f"| `{c.op.replace('stablehlo.', '')}` | {c.type} | {mu} | {', '.join(w['args'])} | "
-                             f"{w['actual']} | {w['correctly_rounded']} |")
-            lines.append("")
+        lines += [f"## {b}", ""]
+        for title, group in groups:
+            ops = sorted({op for t in group for op in ops_for(t)} | {c.op for c in mine if c.type in group})
+            if group and ops:
+                lines += [f"### {b}: {title}", ""] + _type_table(group, ops, by)
+        lines += _not_applicable_notes(types)
+        if b == NOTED_BACKEND:
+            lines += _bounds_section(b, mine, notes)
+        else:
+            lines += _worst_section(b, mine)
         errs = [c for c in mine if c.status != "ok"]
         if errs:
             lines += [f"### {b}: cells not measured", ""]
-            for c in errs:
-                lines.append(f"- `{c.op}` {c.type}: {c.status}: {c.message}")
-            lines.append("")
+            lines += [f"- `{c.op}` {c.type}: {c.status}: {c.message}" for c in errs] + [""]
+    lines += ["## Default ULP bounds", "",
+              "`stablehlo_conform/oracle/ulp_defaults.json`, the bounds comparisons allow by default, is derived "
+              "from these cells by `--write-defaults`: " + DEFAULTS_RULE, ""]
+    lines += _time_per_type(cells, types)
     return "\n".join(lines)
 
 
-def cell_dict(c: Cell) -> dict:
-    d = asdict(c)
-    if math.isinf(d["max_ulp"]):
-        d["max_ulp"] = "inf"
-    return d
+def _not_applicable_notes(types: Sequence[str]) -> list[str]:
+    why: dict[str, list[str]] = {}
+    for t in types:
+        for op in sorted(X.DEFINED_OPS & _all_measured_ops(types)):
+            r = not_applicable(op, t)
+            if r is not None and op not in why.get(r, []):
+                why.setdefault(r, []).append(op)
+    if not why:
+        return []
+    return ["n/a: " + "; ".join(f"{', '.join(f'`{_op_name(o)}`' for o in ops)}: {r}" for r, ops in why.items())
+            + ".", ""]
 
 
-def cell_from_dict(d: dict) -> Cell:
-    d = dict(d)
-    d["max_ulp"] = float(d["max_ulp"])
-    return Cell(**d)
+def _all_measured_ops(types: Sequence[str]) -> set[str]:
+    return {op for t in types for op in ops_for(t)}
 
 
-def cells_json(cells: Sequence[Cell], meta: dict) -> dict:
-    return {"meta": meta, "cells": [cell_dict(c) for c in cells]}
+def _worst_args(c: Cell) -> tuple[str, str, str]:
+    w = c.worst
+    if not w:
+        return "-", "-", "-"
+    return ", ".join(w["args"]), w["actual"], w["correctly_rounded"]
+
+
+def _bounds_section(b: str, mine: Sequence[Cell], notes: dict) -> list[str]:
+    bad = [c for c in mine if c.status == "ok" and c.correctly_rounded < c.n]
+    if not bad:
+        return [f"### {b}: every measured cell is correctly rounded", ""]
+    unexplained = sum(1 for c in bad if not notes.get(c.op, {}).get(c.type))
+    lines = [f"### {b}: cells not correctly rounded", "",
+             f"{len(bad)} cells, {unexplained} of them unexplained. The reasons are kept in "
+             "`stablehlo_conform/oracle/accuracy_notes.json`; the worst input is the one of largest error.", "",
+             "| op | type | max ULP | correctly rounded | worst input | result | correctly rounded value | reason |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in sorted(bad, key=lambda c: (c.op, ALL_TYPES.index(c.type))):
+        args, actual, cr = _worst_args(c)
+        reason = notes.get(c.op, {}).get(c.type) or "**unexplained**"
+        lines.append(f"| `{_op_name(c.op)}` | {c.type} | {_ulp_text(c.max_ulp)} | {100.0 * c.share:.2f}% | {args} | "
+                     f"{actual} | {cr} | {reason} |")
+    return lines + [""]
+
+
+def _worst_section(b: str, mine: Sequence[Cell]) -> list[str]:
+    bad = [c for c in mine if c.status == "ok" and c.worst and c.max_ulp > 0.5]
+    if not bad:
+        return []
+    lines = [f"### {b}: worst case per cell above 0.5 ULP", "",
+             "| op | type | ULP | arguments | result | correctly rounded |", "|---|---|---|---|---|---|"]
+    for c in sorted(bad, key=lambda c: (c.op, ALL_TYPES.index(c.type))):
+        args, actual, cr = _worst_args(c)
+        lines.append(f"| `{_op_name(c.op)}` | {c.type} | {_ulp_text(c.max_ulp)} | {args} | {actual} | {cr} |")
+    return lines + [""]
+
+
+def _time_per_type(cells: Sequence[Cell], types: Sequence[str]) -> list[str]:
+    timed = [c for c in cells if c.seconds is not None]
+    if not timed:
+        return []
+    lines = ["## Run time per type", "", "Sum of the per-cell times (every backend), in minutes.", "",
+             "| type | cells | minutes |", "|---|---|---|"]
+    for t in types:
+        mine = [c for c in timed if c.type == t]
+        lines.append(f"| {t} | {len(mine)} | {sum(c.seconds for c in mine) / 60:.1f} |")
+    return lines + [""]
+
+
+# --------------------------------------------------------------------------- #
+# the ULP defaults derived from the table
+# --------------------------------------------------------------------------- #
+
+STEP_CAP = 64
+"""A cell whose bound exceeds this many ULPs, or :func:`step_cap` of its type, or whose error is not
+finite, is flagged, not used."""
+
+
+def step_cap(type_name: str) -> int:
+    """The flagging cap of a type: 64 ULPs, or ``2**(p + 1)`` for a type of ``p`` significand bits
+    where that is less (four binades of steps: the value is off by a factor of about 16)."""
+    p, _ = significand_and_emin(dtype_of(type_name.replace("complex<", "").rstrip(">")))
+    return min(STEP_CAP, 2 ** (p + 1))
+
+# ops IEEE 754-2019 section 5.4.1 requires correctly rounded (chlo.square is a multiplication)
+IEEE_EXACT_REAL = frozenset({"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide",
+                             "stablehlo.sqrt", "chlo.square"})
+IEEE_EXACT_COMPLEX = frozenset({"stablehlo.add", "stablehlo.subtract"})  # part by part
+
+DEFAULTS_RULE = (
+    "Per op and element type: the largest distance in ULPs from the correctly rounded result measured over "
+    "the backends of the accuracy table (docs/accuracy.md), and at least 0 for the ops IEEE 754 requires "
+    "correctly rounded (add, subtract, multiply, divide, sqrt, chlo.square on real types; add and subtract "
+    "on complex types, part by part) or 1 for every other op (StableHLO gives no accuracy guarantee, "
+    f"spec.md 'Accuracy'). A backend's cell beyond {STEP_CAP} ULPs (or, for a type of p significand bits, "
+    "beyond 2**(p + 1): four binades, a factor of about 16) or with a non-finite error (a NaN or "
+    "infinity where the value is finite) is flagged and not used; where every backend is flagged the table "
+    "gives no bound and the previous entry stands (the floor for an op without one), as it does for the types "
+    "a partial table does not measure. '*' of an op is its most common bound (the larger on a tie), types are "
+    "listed where they differ; chlo.broadcast_X takes the bounds of X; ops the table does not measure keep their "
+    "entry.")
+
+
+DEFAULTS_ABOUT = (
+    "Default ULP bounds of element-wise float ops: op -> {element type or '*': max ULP distance from the "
+    "correctly rounded result}. Complex types are bounded normwise (|err| <= ulps * eps * |exact|) or per "
+    "component. Overridden per op and type by an accuracy profile (--accuracy-profile). Regenerated from the "
+    "measured accuracy table by `conform accuracy --jsonl docs/accuracy.jsonl --render-only --write-defaults "
+    "FILE` (see 'rule'); 'flagged' lists the measured cells left out.")
+
+
+def floor_bound(op: str, type_name: str) -> int:
+    """The least default bound of ``op`` on ``type_name`` (see :data:`DEFAULTS_RULE`)."""
+    exact = IEEE_EXACT_COMPLEX if type_name.startswith("complex") else IEEE_EXACT_REAL
+    return 0 if op in exact else 1
+
+
+def ulp_defaults(cells: Sequence[Cell], base: dict, source: str = "") -> dict:
+    """``ulp_defaults.json`` (the bounds of the ``ulp`` accuracy class, :mod:`.classes`) derived from
+    the measured ``cells`` by :data:`DEFAULTS_RULE`; ``base`` is the current file (its entries for
+    ops the table does not measure are kept, as is its ``*`` row)."""
+    from .classes import EXACT_OPS, measured_bound
+
+    per: dict[tuple[str, str], list[int]] = {}
+    flagged: list[str] = []
+    for c in cells:
+        if c.status != "ok" or c.op in EXACT_OPS:
+            continue
+        bounds = per.setdefault((c.op, c.type), [])
+        b = measured_bound(cell_dict(c))
+        if b is None or b > step_cap(c.type):
+            flagged.append(f"{c.op} {c.type} {c.backend}: " + ("non-finite error" if b is None else f"{b} ULPs"))
+            continue
+        bounds.append(b)
+    ops = dict(base.get("ops", {}))
+
+    def previous(op: str, t: str) -> int:
+        row = ops.get(op)
+        return floor_bound(op, t) if row is None else row.get(t, row.get("*", floor_bound(op, t)))
+
+    rows: dict[str, dict[str, int]] = {}
+    for (op, t), bounds in per.items():
+        rows.setdefault(op, {})[t] = max([floor_bound(op, t)] + bounds) if bounds else previous(op, t)
+    for op, row in rows.items():  # the types a partial table does not measure keep their bound
+        row.update({t: previous(op, t) for t in ALL_TYPES if t not in row and op in ops_for(t)})
+    for op, by_type in rows.items():
+        ops[op] = _compact(by_type)
+    for name in list(ops):
+        if name.startswith("chlo.broadcast_"):
+            short = name[len("chlo.broadcast_"):]
+            src = next((o for o in ("stablehlo." + short, "chlo." + short) if o in rows), None)
+            if src is not None:
+                ops[name] = dict(ops[src])
+    wild = ops.pop("*", {"*": 4})
+    ordered = {op: ops[op] for op in sorted(ops, key=lambda o: (o.startswith("chlo.broadcast_"), o))}
+    ordered["*"] = wild
+    return {"about": DEFAULTS_ABOUT, "rule": DEFAULTS_RULE, "source": source,
+            "flagged": sorted(flagged), "ops": ordered}
+
+
+def _compact(by_type: dict[str, int]) -> dict[str, int]:
+    counts: dict[int, int] = {}
+    for v in by_type.values():
+        counts[v] = counts.get(v, 0) + 1
+    star = max(counts, key=lambda v: (counts[v], v))
+    row = {"*": star}
+    row.update({t: v for t, v in sorted(by_type.items(), key=lambda kv: ALL_TYPES.index(kv[0])) if v != star})
+    return row
+
+
+def defaults_text(doc: dict) -> str:
+    """``doc`` as JSON with one op per line (readable diffs)."""
+    head = {k: v for k, v in doc.items() if k != "ops"}
+    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()] + ['  "ops": {']
+    ops = list(doc["ops"].items())
+    lines += [f"    {json.dumps(op)}: {json.dumps(row)}" + ("," if i < len(ops) - 1 else "")
+              for i, (op, row) in enumerate(ops)]
+    return "\n".join(lines + ["  }", "}"]) + "\n"

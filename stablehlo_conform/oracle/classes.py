@@ -203,13 +203,29 @@ def profile_from(opts: Any) -> Profile | None:
     return _cached_profile(str(path)) if path else None
 
 
+def measured_bound(cell: dict) -> int | None:
+    """The ULP bound (distance from the correctly rounded result, as :func:`within` counts it) that
+    covers every result of one measured cell of ``conform accuracy`` (a cell as JSON): 0 when every
+    result was correctly rounded, else the largest distance recorded (``max_steps``), else, for
+    cells written before that was recorded, ``floor(max_ulp + 0.5)`` (the error is measured from
+    the exact value, the correctly rounded result is within 0.5 of it). None for a cell that did
+    not run or has a non-finite error (a NaN or infinity where the value is finite): no bound."""
+    m = cell.get("max_ulp")
+    if cell.get("status") != "ok" or not isinstance(m, (int, float)) or m != m or m == float("inf"):
+        return None
+    if cell.get("n") is not None and cell.get("correctly_rounded") == cell.get("n"):
+        return 0
+    steps = cell.get("max_steps")
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        return steps
+    return int(np.floor(float(m) + 0.5))
+
+
 def profile_from_table(doc: dict, backend: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """An accuracy profile (``{"ops": {op: {type: ULP}}}``) from the JSON of
     ``conform accuracy --json``: per measured cell of ``backend`` (default:
     the table's only backend) the smallest ULP distance from the correctly
-    rounded result that covers its max error: 0 when every result was
-    correctly rounded, else ``floor(max_ulp + 0.5)`` (``max_ulp`` is measured
-    from the exact value, the correctly rounded result is within 0.5 of it).
+    rounded result that covers its max error (:func:`measured_bound`).
     Returns the profile and the cells left out (not run, or
     a non-finite error: no bound)."""
     cells = doc.get("cells", []) if isinstance(doc, dict) else []
@@ -223,13 +239,12 @@ def profile_from_table(doc: dict, backend: str | None = None) -> tuple[dict[str,
     for c in cells:
         if c.get("backend") != backend:
             continue
-        where = f"{c.get('op')} {c.get('type')}"
-        m = c.get("max_ulp")
-        if c.get("status") != "ok" or not isinstance(m, (int, float)) or m != m or m == float("inf"):
-            left_out.append(f"{where}: {c.get('status')} {c.get('message') or m}".strip())
+        bound = measured_bound(c)
+        if bound is None:
+            left_out.append(f"{c.get('op')} {c.get('type')}: {c.get('status')} "
+                            f"{c.get('message') or c.get('max_ulp')}".strip())
             continue
-        every = c.get("n") is not None and c.get("correctly_rounded") == c.get("n")
-        ops.setdefault(str(c["op"]), {})[str(c["type"])] = 0 if every else int(np.floor(float(m) + 0.5))
+        ops.setdefault(str(c["op"]), {})[str(c["type"])] = bound
     if not ops and not left_out:
         raise ProfileError(f"no cell of backend {backend!r} in the table")
     return {"about": f"ULP bounds of backend {backend} measured by: {doc.get('meta', {}).get('command', '')}",

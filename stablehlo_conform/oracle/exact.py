@@ -14,11 +14,14 @@ input tuple is evaluated once per process (a cache keyed by the inputs' bit patt
 - every other input is evaluated with mpmath at a working precision of the target's significand
   plus 40 bits. Functions whose mpmath implementation is not known to be accurate to the last
   bit (special functions) are evaluated twice, at ``P`` and ``P + 32`` bits, and only the bits on
-  which both agree are trusted. If the trusted value lies too close to a rounding midpoint of the
-  target type to decide the rounding, the precision is doubled (Ziv's strategy), up to 2560 bits;
-  a value that stays on a midpoint is an exact midpoint (``x ** y``) and is rounded to even.
+  which both agree are trusted (complex values are always evaluated twice, and a part both give
+  as exactly zero is trusted only at the last precision). If the trusted value lies too close to
+  a rounding midpoint of the target type to decide the rounding, the precision is doubled (Ziv's
+  strategy), up to 2560 bits; a value that stays on a midpoint is an exact midpoint (``x ** y``)
+  and is rounded to even.
 - add, subtract, multiply and ``chlo.square`` are exact in mpmath; abs, negate, ceil, floor,
-  the round ops, sign and remainder are exact in f64 and computed there.
+  the round ops, sign and remainder are exact in f64 and computed there (complex negate too,
+  part by part; complex ``sign`` is ``z / |z|``, and ``(0, 0)`` at zero as spec.md "sign" says).
 
 **Rounding.** Round to nearest, ties to even, with the target's subnormals. Overflow gives an
 infinity where the type has one, NaN where it has NaN but no infinity (``*FN``, ``*FNUZ``,
@@ -36,10 +39,10 @@ sign of the exact value. For complex arguments a zero part stands for the limit 
 result, follow the argument's signed zeros.
 
 **Complex results** are rounded part by part (each part correctly rounded). Complex arguments
-with an infinite or NaN part, ``0 + 0i`` at a pole or branch point (``log``, ``rsqrt``,
-``power``, ``divide``) and the poles ``+-1`` of ``atanh`` and ``+-i`` of ``atan``, have no value
-the spec fixes: :func:`correctly_rounded` gives the value
-NumPy computes in complex128 there, and :func:`spec_silent` marks them.
+with an infinite or NaN part (except for ``negate``), ``0 + 0i`` at a pole or branch point
+(``log``, ``rsqrt``, ``power``, ``divide``), and the poles ``atanh(+-1)`` and ``atan(+-i)`` have no
+value the spec fixes: :func:`correctly_rounded` gives the value NumPy computes in complex128
+there, and :func:`spec_silent` marks them.
 
 **ULP error** (:func:`ulp_error`): ``|actual - exact| / ulp(exact)``, where ``exact`` is the
 unrounded value and ``ulp(x) = 2 ** (max(floor(log2|x|), emin) - p + 1)`` is the spacing of the
@@ -597,14 +600,13 @@ def _mp_i1e(x):
     return _bessel_ie(1, x)
 
 
-def _mp_acosh(z):
-    """Complex ``acosh`` by Kahan's formula ``asinh(re(conj(sqrt(z - 1)) sqrt(z + 1))) + 2i
-    atan2(im sqrt(z - 1), re sqrt(z + 1))``: the principal value (imaginary part of the sign of
-    ``im z``), without cancellation in the real part. (mpmath's own complex ``acosh`` gives
-    ``+1.82i`` for ``acosh(-0.25 - 1e-300i)``, whose value is ``-1.82i``.)"""
-    s1, s2 = mpmath.sqrt(z - 1), mpmath.sqrt(z + 1)
-    re = mpmath.asinh(s1.real * s2.real + s1.imag * s2.imag)
-    return _MPC(re, 2 * mpmath.atan2(s1.imag, s2.real))
+def _mp_complex_acosh(z):
+    """acosh below the real axis by ``acosh(conj z) = conj(acosh z)`` (C99 G.6.2.1): mpmath takes a
+    point of the cut (-1, 1) whose imaginary part is a negative stand-in for -0 (too small for its
+    precision) as a point above it (acosh(-0.25 - 0i) = 0 - 1.823i, not 0 + 1.823i)."""
+    if z.imag < 0:
+        return mpmath.conj(mpmath.acosh(mpmath.conj(z)))
+    return mpmath.acosh(z)
 
 
 def _mp_cbrt(x):
@@ -670,7 +672,7 @@ _op(_S + "divide", 2, mpmath.fdiv, lambda x, y: x / y, _sp_div, _zero_mul)
 _op(_C + "acos", 1, mpmath.acos, mpmath.acos, _sp_acos_asin)
 _op(_C + "asin", 1, mpmath.asin, mpmath.asin, _sp_acos_asin, _ODD)
 _op(_C + "atan", 1, mpmath.atan, mpmath.atan, _sp_atan, _ODD)
-_op(_C + "acosh", 1, mpmath.acosh, _mp_acosh, _sp_acosh)
+_op(_C + "acosh", 1, mpmath.acosh, _mp_complex_acosh, _sp_acosh)
 _op(_C + "asinh", 1, mpmath.asinh, mpmath.asinh, _sp_odd_inf, _ODD)
 _op(_C + "atanh", 1, mpmath.atanh, mpmath.atanh, _sp_atanh, _ODD)
 _op(_C + "cosh", 1, mpmath.cosh, mpmath.cosh, _sp_cosh)
@@ -689,6 +691,14 @@ _op(_C + "igammac", 2, lambda a, x: mpmath.gammainc(a, x, mpmath.inf, regularize
     lambda a, x: _sp_igamma(a, x, upper=True), checked=True)
 _op(_C + "polygamma", 2, _mp_polygamma, None, _sp_polygamma, checked=True)
 _op(_C + "zeta", 2, mpmath.zeta, None, _sp_zeta, checked=True)
+
+
+def _mp_complex_sign(z):
+    return z / abs(z)
+
+
+# complex sign only (real sign is exact in f64, below): z / |z| (spec.md "sign")
+_op(_S + "sign", 1, None, _mp_complex_sign)
 
 
 def _np_afz(w):
@@ -715,8 +725,16 @@ _EXACT_F64: dict[str, Callable] = {
 DEFINED_OPS: frozenset[str] = frozenset(_OPS) | frozenset(_EXACT_F64)
 """Ops :func:`correctly_rounded` knows (real arguments)."""
 
-COMPLEX_OPS: frozenset[str] = frozenset(n for n, d in _OPS.items() if d.cplx is not None) | {_S + "abs"}
+COMPLEX_OPS: frozenset[str] = frozenset(n for n, d in _OPS.items() if d.cplx is not None) | {_S + "abs",
+                                                                                           _S + "negate"}
 """The ops of :data:`DEFINED_OPS` that also take complex arguments."""
+
+
+def _in_f64(op: str, args) -> bool:
+    """Whether ``op`` on ``args`` is computed exactly in f64 (complex128) with NumPy."""
+    if op == _S + "sign":
+        return not any(kind_of(np.asarray(a).dtype) == "complex" for a in args)
+    return op in _EXACT_F64
 
 # complex arguments whose value the spec does not fix when a part is infinite/NaN or z == 0
 _COMPLEX_POLE_AT_ZERO = {_S + "log", _S + "rsqrt", _S + "power", _S + "divide", _C + "atanh", _S + "log_plus_one"}
@@ -851,7 +869,10 @@ def _round_refining(val: _Value, fmt: Format):
 
 def _round_part(v, fmt, t, val, other=None):
     if v == 0 and not mpmath.isnan(v):
-        return val.zero_value, False
+        # a zero part of a complex value is trusted only at the last precision: mpmath's formulas
+        # can cancel a tiny part to exactly 0 at every working precision below what it needs (the
+        # imaginary part of acos(-3.5e-16 - 5.9e-33i) is 5.9e-33, and 0 at 64 and 96 bits)
+        return val.zero_value, other is not None and t is not None
     if other is not None and mpmath.isfinite(v) and _from_stand_in(v, other):
         return _zero(v < 0, fmt), False
     return _round_mpf(v, fmt, t)
@@ -921,6 +942,8 @@ def _numpy_complex(op, xs):
 
 
 def _complex_silent(op, xs) -> bool:
+    if op == _S + "negate":  # exact part by part, infinities and NaN included
+        return False
     if any(not (math.isfinite(x.real) and math.isfinite(x.imag)) for x in xs):
         return True
     if op in _COMPLEX_POLE_AT_ZERO:
@@ -931,7 +954,7 @@ def _complex_silent(op, xs) -> bool:
             return True
         if op == _S + "log_plus_one" and z == -1:
             return True
-    if op == _C + "atan" and (xs[0] == 1j or xs[0] == -1j):  # the poles of atan (those of atanh at +-1)
+    if op == _C + "atan" and (xs[0] == 1j or xs[0] == -1j):  # the poles of atan, like atanh's at +-1
         return True
     return False
 
@@ -940,6 +963,9 @@ def _make_complex_value(op, d, val, xs):
     xs = tuple(complex(x) for x in xs)
     if _complex_silent(op, xs):
         val.fixed = _numpy_complex(op, xs)
+        return val
+    if op == _S + "sign" and xs[0] == 0:  # spec.md "sign": (0.0, 0.0) for a zero argument
+        val.fixed = complex(0.0, 0.0)
         return val
 
     def part(x):
@@ -1047,7 +1073,7 @@ def correctly_rounded(op: str, args: Sequence[np.ndarray], dtype) -> np.ndarray:
     _check(op, dtype)
     dtype = np.dtype(dtype)
     fmt = format_of(dtype)
-    if op in _EXACT_F64:
+    if _in_f64(op, args):
         r = _exact_f64(op, args, dtype)
         return _to_dtype(r, dtype, fmt)
     if op == _S + "abs":
@@ -1160,7 +1186,7 @@ def ulp_error(actual: np.ndarray, op: str, args: Sequence[np.ndarray], dtype) ->
     fmt = format_of(dtype)
     actual = np.asarray(actual)
     cr = correctly_rounded(op, args, dtype)
-    if op in _EXACT_F64:
+    if _in_f64(op, args):
         hi = wide(cr)
         lo = np.zeros_like(hi)
     elif op == _S + "abs":
@@ -1182,7 +1208,7 @@ def ulp_error(actual: np.ndarray, op: str, args: Sequence[np.ndarray], dtype) ->
     else:
         err = _part_error(np.broadcast_to(a, c.shape), hi, lo, c, fmt)
     silent = spec_silent(op, args, dtype)
-    if op not in _EXACT_F64 and op != _S + "abs":
+    if not _in_f64(op, args) and op != _S + "abs":
         silent = silent | unknown
     return np.where(silent, np.nan, err)
 
@@ -1218,7 +1244,7 @@ def spec_silent(op: str, args: Sequence[np.ndarray], dtype=None) -> np.ndarray:
 
 def correctly_rounded_nan_mask(op, args, dtype):
     """f64 array that is NaN where the op's exact value is NaN (for types without NaN)."""
-    if op in _EXACT_F64:
+    if _in_f64(op, args):
         return _exact_f64(op, args, dtype)
     if op == _S + "abs":
         return np.zeros(np.asarray(args[0]).shape)
