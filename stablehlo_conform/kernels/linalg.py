@@ -45,7 +45,8 @@ def _is_unsigned(dt: np.dtype) -> bool:
 
 def compute_dtype(dtypes, out_dtype) -> np.dtype:
     """The dtype a product of operands with ``dtypes`` is computed in."""
-    return _compute_dtype(tuple(np.dtype(d) for d in dtypes), np.dtype(out_dtype))
+    return _compute_dtype(tuple(d if isinstance(d, np.dtype) else np.dtype(d) for d in dtypes),
+                          out_dtype if isinstance(out_dtype, np.dtype) else np.dtype(out_dtype))
 
 
 @functools.lru_cache(maxsize=None)
