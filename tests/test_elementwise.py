@@ -6,6 +6,7 @@ Each test pins one semantic pitfall (spec.md sections cited by the kernels).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -621,3 +622,41 @@ def test_polygamma_order_zero_in_f64_and_at_infinity():
     same(run_op("chlo.polygamma", np.array([0.0, 1.0, 2.0 ** 100, np.inf]), np.array([-0.9999999999999999, np.inf,
                                                                                      np.inf, 1.0])),
          np.array([-9007199254740992.0, 0.0, -0.0, np.nan]))
+
+
+
+def _polygamma_by_series(n: int, x: Fraction, terms: int) -> float:
+    """(-1)**(n+1) n! sum_{k < terms} (x + k)**-(n+1) in rational arithmetic, rounded once to f64
+    (the arguments below make the omitted terms smaller than 2**-60 of the sum)."""
+    s = sum(1 / (x + k) ** (n + 1) for k in range(terms))
+    return float((-1) ** (n + 1) * math.factorial(n) * s)
+
+
+def test_polygamma_of_a_negative_argument():
+    # reflection: psi1(-1/2) + psi1(3/2) = pi**2 / sin(-pi/2)**2 and psi1(3/2) = pi**2/2 - 4, so
+    # psi1(-1/2) = pi**2/2 + 4; psi2(1 - x) - psi2(x) = 2 pi**3 cot(pi x) / sin(pi x)**2 = 0 at
+    # x = -1/2, so psi2(-1/2) = psi2(3/2) = psi2(1/2) + 2 / (1/2)**3 = 16 - 14 zeta(3)
+    zeta3 = 1.2020569031595942853997
+    same(run_op("chlo.polygamma", np.array([1.0, 2.0], np.float32), np.array([-0.5, -0.5], np.float32)),
+         np.array([math.pi ** 2 / 2 + 4, 16 - 14 * zeta3], np.float32))
+    # psi28(-3/2) = -28! sum_{k >= 0} (k - 3/2)**-29: the terms -3/2 and 3/2, -1/2 and 1/2
+    # cancel, -28! zeta(29, 5/2) remains (SciPy's polygamma gives +1.4e22)
+    got = run_op("chlo.polygamma", np.array([28.0], np.float32), np.array([-1.5], np.float32))
+    same(got, np.array([_polygamma_by_series(28, Fraction(5, 2), 40)], np.float32))
+    assert got[0] < 0
+    # the poles: +inf for an odd order, NaN for an even one; NaN at -inf
+    same(run_op("chlo.polygamma", np.array([1.0, 2.0, 1.0], np.float32), np.array([-3.0, -3.0, -np.inf], np.float32)),
+         np.array([np.inf, np.nan, np.nan], np.float32))
+
+
+def test_polygamma_of_a_large_order_and_a_tiny_zeta():
+    # 171! overflows f64 (SciPy: NaN); zeta(167, 104.5) ~ 1e-337 underflows it (SciPy: -0), while
+    # 166! zeta(167, 104.5) is a subnormal bf16
+    got = run_op("chlo.polygamma", np.array([171.0, 200.0], np.float32), np.array([60.0, 72.0], np.float32))
+    same(got, np.array([_polygamma_by_series(171, Fraction(60), 60), _polygamma_by_series(200, Fraction(72), 60)],
+                       np.float32))
+    assert np.isfinite(got).all() and (got != 0).all()
+    bf = ml_dtypes.bfloat16
+    got = run_op("chlo.polygamma", np.array([166.0], bf), np.array([104.5], bf))
+    same(got, np.array([_polygamma_by_series(166, Fraction(209, 2), 60)], bf))
+    assert float(got[0]) < 0

@@ -15,7 +15,12 @@ SciPy/NumPy and rounded once into the result type:
   (:mod:`stablehlo_conform.oracle`). Results on a rounding midpoint of a
   narrower type are resolved exactly too (see
   :func:`.elementwise.float_fn`). ``digamma`` is -inf at 0 and NaN at negative integers;
-  ``polygamma(n, x)`` is NaN unless ``n`` is a non-negative integer;
+  ``polygamma(n, x)`` is NaN unless ``n`` is a non-negative integer, and for
+  ``n >= 1`` +inf at a pole for odd ``n``, NaN for even ``n``; of a negative
+  ``x`` it is three Hurwitz zetas of positive arguments (SciPy's ``polygamma``
+  uses ``zeta(n + 1, x)`` of the negative ``x`` itself, which is not the
+  series), and where that cancels, an order above 170 (``n!`` overflows f64) or
+  a ``zeta(n + 1, x)`` below the f64 normal range, it is evaluated exactly;
   ``igamma``/``igammac`` are NaN for ``a <= 0`` or ``x < 0``. Where SciPy's
   ``erfc`` underflows to 0 (``x > 26.6``) the f64 intermediate is the
   smallest subnormal instead (the value is positive: ``f8E8M0FNU``, which
@@ -156,15 +161,51 @@ def _igammac(a, x):
     return np.where(bad, np.nan, r)
 
 
+# the largest order whose n! is a finite f64
+_MAX_F64_ORDER = 170
+
+
 def _polygamma(n, x):
+    """``polygamma(n, x)``: ``digamma`` for ``n = 0``; SciPy's ``(-1)**(n+1) n! zeta(n+1, x)`` for
+    ``x > 0``; for ``x < 0`` (not an integer) :func:`_polygamma_negative` (SciPy's Hurwitz zeta
+    of a negative ``q`` is not the sum the formula needs). An order above 170, whose ``n!``
+    overflows f64, is left NaN here and evaluated exactly (:func:`_polygamma_refine`)."""
     ok = (n >= 0) & (n == np.floor(n)) & (n < np.inf)
-    nn = np.where(ok, n, 0)
+    nn = np.where(ok & (n <= _MAX_F64_ORDER), n, 0)
     r = np.where(nn == 0, sc.digamma(x), sc.polygamma(nn.astype(np.int64), x))
+    r = np.where((nn >= 1) & (x < 0) & (x != np.floor(x)), _polygamma_negative(nn, x)[0], r)
+    # the poles: digamma NaN at a negative integer; order n >= 1: +inf for odd n (every term
+    # positive), NaN for even n (the nearest term changes sign)
+    pole = (x <= 0) & (x == np.floor(x)) & (x > -np.inf)
+    r = np.where((nn >= 1) & pole, np.where(np.fmod(nn, 2) == 1, np.inf, np.nan), r)
+    r = np.where(x == -np.inf, np.nan, r)
     r = np.where((nn == 0) & (x < 0) & (x == np.floor(x)), np.nan, r)
     r = np.where((nn == 0) & (x == 0), -np.inf, r)
+    r = np.where(n > _MAX_F64_ORDER, np.nan, r)
     # polygamma(n, +inf) = (-1)**(n+1) * 0 for n >= 1 (SciPy: NaN for an order beyond int64)
-    r = np.where((nn >= 1) & (x == np.inf), np.where(np.fmod(nn, 2) == 1, 0.0, -0.0), r)
+    r = np.where((n >= 1) & (x == np.inf), np.where(np.fmod(n, 2) == 1, 0.0, -0.0), r)
     return np.where(ok, r, np.nan)
+
+
+def _polygamma_negative(n, x):
+    """``polygamma(n, x)`` for ``n >= 1`` and a negative non-integer ``x``, and the factor by which
+    its f64 evaluation cancels.
+
+    With ``s = n + 1``, ``m = -floor(x)`` and ``a = x + m`` in (0, 1), the series
+    ``polygamma(n, x) = (-1)**s n! sum_{k >= 0} (x + k)**-s`` splits into the terms ``a + k``
+    (``zeta(s, a)``) and the ``m`` terms ``a - j = -(j - a)``, ``j = 1..m``, which are
+    ``(-1)**s (zeta(s, 1 - a) - zeta(s, 1 - x))``: three Hurwitz zetas of positive arguments.
+    For an even order the first two cancel near ``a = 1/2`` (exactly at it, where the sum over
+    all integers is 0) and the bracket near a root of ``polygamma``; the returned factor is the
+    sum of the magnitudes over the magnitude of the result."""
+    s = n + 1.0
+    m = -np.floor(x)
+    a = x + m  # exact: |x| < 2**52 for a non-integer f64
+    sign = np.where(np.fmod(s, 2) == 0, 1.0, -1.0)  # (-1)**s
+    z_a, z_b, z_tail = sc.zeta(s, a), sc.zeta(s, 1.0 - a), sc.zeta(s, 1.0 - x)
+    bracket = (z_a + sign * z_b) - sign * z_tail
+    r = sign * sc.gamma(s) * bracket
+    return r, (np.abs(z_a) + np.abs(z_b) + np.abs(z_tail)) / np.abs(bracket)
 
 
 def _zeta(x, q):
@@ -216,12 +257,28 @@ def _polygamma_f64(n, x):
     return np.where(n == 0, _digamma_f64(x), _polygamma(n, x))
 
 
-def _polygamma_near_root(n, x, r):
-    """``polygamma(0, x) = digamma(x)`` near a negative root: evaluated exactly."""
-    return (n == 0) & _near_negative_root(x, r)
+def _polygamma_refine(n, x, r):
+    """The elements evaluated exactly: ``polygamma(0, x) = digamma(x)`` near a negative root; an
+    order ``n >= 1`` at a negative ``x`` where the f64 evaluation cancels by more than a factor of
+    2 (:func:`_polygamma_negative`: near ``x = k + 1/2`` for an even order, near a root); an
+    order whose ``zeta(n + 1, x)`` falls below the normal range of f64 (then ``n! zeta`` can still
+    be a normal number of the type); an order above 170 at a finite non-pole ``x`` (rare in
+    programs, and slow: mpmath takes seconds for an order of thousands)."""
+    n, x = np.broadcast_arrays(n, x)
+    order = (n >= 1) & (n == np.floor(n))
+    negative = order & (n <= _MAX_F64_ORDER) & (x < 0) & (x != np.floor(x)) & np.isfinite(x)
+    cancels = np.zeros(np.shape(r), dtype=bool)
+    if negative.any():
+        cancels = negative & ~(_polygamma_negative(np.where(negative, n, 1.0), np.where(negative, x, -0.5))[1] <= 2)
+    huge = order & (n > _MAX_F64_ORDER) & (n < np.inf) & np.isfinite(x) & ~((x <= 0) & (x == np.floor(x)))
+    # n! zeta(n + 1, x) with zeta below the f64 normal range (then |r| < 2**1019 * 2**-1022)
+    small = order & (n <= _MAX_F64_ORDER) & (x > 0) & (x < np.inf) & (np.abs(r) < 0.125)
+    if small.any():
+        small[small] = sc.zeta(n[small] + 1.0, x[small]) < np.finfo(np.float64).tiny
+    return ((n == 0) & _near_negative_root(x, r)) | cancels | huge | small
 
 
-polygamma = _chlo_binary("chlo.polygamma", _polygamma, _polygamma_f64, _polygamma_near_root)
+polygamma = _chlo_binary("chlo.polygamma", _polygamma, _polygamma_f64, _polygamma_refine)
 zeta = _chlo_binary("chlo.zeta", _zeta_narrow, f64=_zeta)
 
 
