@@ -660,3 +660,32 @@ def test_polygamma_of_a_large_order_and_a_tiny_zeta():
     got = run_op("chlo.polygamma", np.array([166.0], bf), np.array([104.5], bf))
     same(got, np.array([_polygamma_by_series(166, Fraction(209, 2), 60)], bf))
     assert float(got[0]) < 0
+
+
+def _parts(z):
+    z = np.asarray(z)
+    return [(float(v.real), math.copysign(1.0, v.real), float(v.imag), math.copysign(1.0, v.imag)) for v in z.ravel()]
+
+
+def test_complex_zero_parts_follow_the_principal_branch():
+    c64 = np.complex64
+    # square(-1 + i) = (1 - 1) - 2i: the exact 0 of re**2 - im**2 is +0
+    assert _parts(run_op("chlo.square", np.array([complex(-1, 1)], c64))) == _parts([complex(0.0, -2.0)])
+    # cbrt at zero: +0 real part, the imaginary part of the sign of im z
+    z = np.array([complex(0, 0), complex(0, 0)], c64)
+    z.real = [-0.0, 0.0]
+    z.imag = [0.0, -0.0]
+    got = _parts(run_op("stablehlo.cbrt", z))
+    assert got == [(0.0, 1.0, 0.0, 1.0), (0.0, 1.0, 0.0, -1.0)]
+    # rsqrt(4 + 0i) = 1/2 - 0i (rsqrt(4 + iy) has imaginary part -y/16 to first order)
+    assert _parts(run_op("stablehlo.rsqrt", np.array([complex(4, 0)], c64))) == [(0.5, 1.0, 0.0, -1.0)]
+    # logistic(conj z) = conj(logistic(z)): logistic(-1 - 0i) has a -0 imaginary part
+    z = np.array([complex(-1, 0)], c64)
+    z.imag = [-0.0]
+    assert _parts(run_op("stablehlo.logistic", z))[0][3] == -1.0
+    # far from the axis: logistic(-1e30 + 2i) = exp(z) to first order, both parts underflow with
+    # the signs of cos 2 < 0 and sin 2 > 0; logistic(100 - 2i) = 1 + exp(-100) sin(-2) i
+    got = _parts(run_op("stablehlo.logistic", np.array([complex(-1e30, 2), complex(100, -2)], c64)))
+    assert got[0] == (0.0, -1.0, 0.0, 1.0)
+    im = float(np.float32(math.exp(-100) * math.sin(-2)))
+    assert im < 0 and got[1] == (1.0, 1.0, im, -1.0)

@@ -325,17 +325,46 @@ def complex_log1p(z):
 def complex_logistic(z):
     """``1 / (1 + exp(-z))``: ``(1 + tanh(z/2)) / 2`` (``1 + exp(-z)`` cancels near the poles
     ``z = (2k + 1) pi i``, where the real part is exactly 1/2), and ``exp(z) / (1 + exp(z))``
-    for ``re z < -1`` (no cancellation in ``1 + tanh``, no overflow of ``exp(-z)``)."""
-    left = z.real < -1
+    for ``re z < -1`` (no cancellation in ``1 + tanh``, no overflow of ``exp(-z)``). Beyond
+    ``|re z| = 50``, where ``exp(-|re z|)`` is below ``2**-72``, the first term of the series:
+    ``exp(z)`` on the left and ``1 + exp(-x) sin(y) i`` on the right, from their parts, so that a
+    part that underflows keeps the sign of ``cos y`` or ``sin y``."""
+    x, y = z.real, z.imag
+    left = x < -1
     e = np.exp(np.where(left, z, 0))
-    return np.where(left, e / (1 + e), (1 + np.tanh(np.where(left, 0, z) / 2)) / 2)
+    q = e / (1 + e)
+    t = np.tanh(_assemble(np.where(left, 0, x) / 2, np.where(left, 0, y) / 2, z))  # z/2 by parts
+    # the parts of 1 + t are added as reals (a complex 1 + t turns a -0 imaginary part into +0);
+    # im(e / (1 + e)) = im(e) / |1 + e|**2 has the sign of im(e)
+    re = np.where(left, q.real, (1 + t.real) / 2)
+    im = np.where(left, np.copysign(q.imag, e.imag), t.imag / 2)
+    far_left, far_right = x < -50, (x > 50) & np.isfinite(x)
+    if far_left.any() or far_right.any():
+        ex = np.exp(np.where(far_left, x, np.where(far_right, -x, 0)))
+        re = np.where(far_left, ex * np.cos(y), np.where(far_right, 1, re))
+        im = np.where(far_left | far_right, ex * np.sin(y), im)
+    return _assemble(re, im, z)
 
 
 def complex_cbrt(z):
-    """The principal cube root ``|z|^(1/3) exp(i arg(z) / 3)``."""
+    """The principal cube root ``|z|^(1/3) exp(i arg(z) / 3)`` (also at zero: ``+0`` real part,
+    the imaginary part of the sign of ``im z``, as the limit along the principal branch)."""
     r = np.cbrt(np.hypot(z.real, z.imag))
     t = np.arctan2(z.imag, z.real) / 3
-    return _assemble(np.where(r == 0, z.real, r * np.cos(t)), np.where(r == 0, z.imag, r * np.sin(t)), z)
+    return _assemble(r * np.cos(t), r * np.sin(t), z)
+
+
+def complex_rsqrt(z):
+    """``1 / sqrt(z) = conj(sqrt(z)) / |z|``, from the parts: on the positive real axis
+    ``rsqrt(x + 0i) = x**-1/2 - 0i``, the limit along the principal branch (the imaginary part
+    of ``rsqrt(x + iy)`` is ``-y / (2 x**3/2)`` to first order); a complex quotient
+    ``1 / (sqrt(x) + 0i)`` gives ``+0``. ``1 / sqrt(z)`` at zero and at infinite or NaN parts."""
+    s = np.sqrt(z)
+    h = np.abs(z)
+    ok = np.isfinite(h) & (h > 0) & np.isfinite(s.real) & np.isfinite(s.imag)
+    safe = np.where(ok, h, 1)
+    q = 1 / np.where(ok, 1, s)
+    return _assemble(np.where(ok, s.real / safe, q.real), np.where(ok, -s.imag / safe, q.imag), z)
 
 
 def _assemble(re, im, like):

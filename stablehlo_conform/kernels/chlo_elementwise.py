@@ -319,7 +319,10 @@ def conj(dt, x):
 def _complex_square(w):
     re, im = w.real, w.imag
     zero = (re == 0) | (im == 0)  # a signed zero, also where 2 re overflows
-    return make_complex((re - im) * (re + im), np.where(zero, re * im, 2.0 * re * im))
+    # re**2 - im**2 is exactly 0 where |re| = |im|: +0, as a difference of equal values rounds
+    # (the product (re - im)(re + im) would give -0 for re = -im)
+    real = np.where(np.abs(re) == np.abs(im), 0.0, (re - im) * (re + im))
+    return make_complex(real, np.where(zero, re * im, 2.0 * re * im))
 
 
 @E.unary("chlo.square")

@@ -120,6 +120,8 @@ def _logistic_wide(w):
 
 
 def _rsqrt(w):
+    if np.iscomplexobj(w):
+        return X.complex_rsqrt(w)
     if w.dtype == np.dtype(np.float64) and np.finfo(np.longdouble).nmant > 52:
         # one rounding into f64 (the f64 quotient of a rounded root can be 1 ULP off)
         return (1.0 / np.sqrt(w.astype(np.longdouble))).astype(np.float64)
