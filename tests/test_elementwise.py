@@ -689,3 +689,18 @@ def test_complex_zero_parts_follow_the_principal_branch():
     assert got[0] == (0.0, -1.0, 0.0, 1.0)
     im = float(np.float32(math.exp(-100) * math.sin(-2)))
     assert im < 0 and got[1] == (1.0, 1.0, im, -1.0)
+
+
+def test_complex128_multiply_rounds_each_part_once():
+    # products that cancel: each part from the exact rationals, rounded once by float(Fraction)
+    a, b = complex(1.0626115202192832, 0.5122185730347342), complex(-2.5906685540577916, 1.2487745798137384)
+    fa, fb = [(Fraction(z.real), Fraction(z.imag)) for z in (a, b)]
+    re = float(fa[0] * fb[0] - fa[1] * fb[1])
+    im = float(fa[0] * fb[1] + fa[1] * fb[0])
+    got = run_op("stablehlo.multiply", np.array([a], np.complex128), np.array([b], np.complex128))
+    assert (got[0].real, got[0].imag) == (re, im)
+    # (1 + 2**-52 + 3i)**2: re = -8 + 2**-51 + 2**-104, just past the midpoint -8 + 2**-51, rounds
+    # to -8 + 2**-50; im = 6 (1 + 2**-52) is a tie, to even: 6 + 2**-49
+    z = np.array([complex(1 + 2.0 ** -52, 3)], np.complex128)
+    for got in (run_op("stablehlo.multiply", z, z), run_op("chlo.square", z)):
+        assert (got[0].real, got[0].imag) == (-8 + 2.0 ** -50, 6 + 2.0 ** -49)

@@ -325,13 +325,20 @@ def _complex_square(w):
     return make_complex(real, np.where(zero, re * im, 2.0 * re * im))
 
 
+def _complex128_square(w):
+    """complex128: :func:`.elementwise.complex128_multiply` of ``w`` by itself (each part rounded
+    once), the formula of :func:`_complex_square` in extended precision where a part is zero,
+    infinite, NaN or extreme."""
+    return E.complex128_multiply(w, w, fallback=lambda a, _: X.in_f64(_complex_square)(a))
+
+
 @E.unary("chlo.square")
 def square(dt, x):
     """``x * x``; complex: ``(re - im)(re + im) + 2 re im i`` (no spurious
-    overflow in the real part; a zero imaginary part where a part is zero),
-    in extended precision for complex128."""
+    overflow in the real part; a zero imaginary part where a part is zero);
+    complex128 parts rounded once (:func:`_complex128_square`)."""
     if np.dtype(dt) == C128:
-        return E.float_fn(X.in_f64(_complex_square), dt, x)
+        return E.float_fn(_complex128_square, dt, x)
     if kind_of(np.asarray(x).dtype) == "complex":
         return E.float_fn(_complex_square, dt, x)
     return E.multiply(dt, x, x)
