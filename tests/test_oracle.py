@@ -117,6 +117,20 @@ def test_complex_branch_cuts_follow_the_signed_zero():
     assert cr("stablehlo.abs", np.complex64([3 + 4j]), dtype=np.float32)[0] == 5.0
 
 
+def test_a_zero_part_that_cancels_at_every_precision_takes_the_sign_of_its_limit():
+    # C99 G.6.1.1: cacos(conj z) = conj(cacos z) and cacos(x + 0i) = acos(x) - 0i on (-1, 1) (the
+    # imaginary part of acos(x + iy) is -y / sqrt(1 - x**2) to first order); catanh is odd and
+    # catanh(+0 + iy) = +0 + i atan(y), so catanh(-0 - 10i) = -0 - i atan(10). mpmath gives those
+    # zero parts as exactly 0 at every precision (log of 1 plus the stand-in for the zero part)
+    z = np.complex64([complex(0.25, 0.0), complex(0.25, -0.0)])
+    r = cr("chlo.acos", z)
+    assert r.real.tolist() == [np.float32(math.acos(0.25))] * 2
+    assert np.signbit(r.imag).tolist() == [True, False] and r.imag.tolist() == [0.0, 0.0]
+    z = np.complex64([complex(-0.0, -10.0)])
+    r = cr("chlo.atanh", z)
+    assert r.imag[0] == np.float32(-math.atan(10.0)) and r.real[0] == 0 and np.signbit(r.real[0])
+
+
 def test_a_tiny_part_of_a_complex_value_is_not_lost_to_cancellation():
     # acos(x + iy) = pi/2 - x - iy + O(|z|**3) for a tiny z: with x = -3.5135353e-16, y = -5.9446255e-33
     # (f32 values) the imaginary part is -y to far below an ULP (mpmath at 200 bits:

@@ -36,7 +36,9 @@ the exclusive-or of the signs; every other exact zero is +0. A result that under
 sign of the exact value. For complex arguments a zero part stands for the limit from its side
 (C99 Annex G branch-cut convention: ``sqrt(-4 - 0i) = 0 - 2i``): it is evaluated as
 ``+-2**-(2**20)``, so that results on both sides of a cut, and the signs of zero parts of the
-result, follow the argument's signed zeros.
+result, follow the argument's signed zeros. A result part that stays exactly 0 at every precision
+(the stand-in only enters at first order, below any working precision: ``acos(x + 0i)``) takes the
+sign of the part at stand-ins of ``2**-(prec/2)`` (:func:`_zero_part_sign`).
 
 **Complex results** are rounded part by part (each part correctly rounded). Complex arguments
 with an infinite or NaN part (except for ``negate``), ``0 + 0i`` at a pole or branch point
@@ -863,8 +865,55 @@ def _round_refining(val: _Value, fmt: Format):
         if not amb or last:
             break
         _timed_refine(val)
+    if isinstance(val.v, mpmath.mpc) and isinstance(r, complex):
+        r = _signed_zero_parts(val, r, fmt)
     val.rounded[fmt] = r
     return r
+
+
+def _signed_zero_parts(val: _Value, r: complex, fmt: Format) -> complex:
+    """``r`` with the sign of each part that is exactly 0 at every precision set by
+    :func:`_zero_part_sign` (the other parts as they are)."""
+    parts = [r.real, r.imag]
+    for i, p in enumerate((val.v.real, val.v.imag)):
+        if p == 0 and parts[i] == 0:
+            negative = _zero_part_sign(val, i)
+            if negative is not None:
+                parts[i] = _zero(negative, fmt)
+    return complex(parts[0], parts[1])
+
+
+def _zero_part_sign(val: _Value, index: int) -> bool | None:
+    """Whether a complex result part that stays exactly 0 at every precision is the limit from
+    below. Such a part depends on the stand-ins for the argument's zero parts (``2**-(2**20)``)
+    only at first order, far below any working precision (``acos(x + 0i)`` for ``|x| < 1`` is
+    ``acos(x) - 0i``: the imaginary part is ``-log|iz + sqrt(1 - z**2)|``, ``log`` of 1 plus a
+    stand-in). It is probed with stand-ins of the same signs at ``2**-(prec / 2)`` of the
+    argument's magnitude, where the part is that first-order term; None (keep the IEEE zero) where
+    the argument has no zero part or the probe is 0 too."""
+    eps_exp = -(max(val.prec, 64) // 2)
+    probed, args = False, []
+    for z in val.args:
+        if not isinstance(z, mpmath.mpc):
+            args.append(z)
+            continue
+        scale = max(abs(z), _MPF(1))
+        parts = []
+        for p in (z.real, z.imag):
+            if p != 0 and mpmath.isfinite(p) and int(mpmath.mag(p)) < _TINY_EXP // 2:
+                parts.append(mpmath.ldexp(scale if p > 0 else -scale, eps_exp))
+                probed = True
+            else:
+                parts.append(p)
+        args.append(_MPC(parts[0], parts[1]))
+    if not probed:
+        return None
+    with mpmath.workprec(max(val.prec, 64)):
+        v = _MPC(val.fn(*args))
+    part = (v.real, v.imag)[index]
+    if part == 0 or not mpmath.isfinite(part):
+        return None
+    return bool(part < 0)
 
 
 def _round_part(v, fmt, t, val, other=None):
