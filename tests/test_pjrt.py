@@ -371,3 +371,19 @@ def test_an_element_type_the_plugin_cannot_take_is_unsupported_naming_it(plugin)
     }""")[0]
     with pytest.raises(UnsupportedOp, match="f6E2M3FN values cannot be passed"):
         get_backend(f"pjrt:{plugin}").run_function(mod, "main", [np.zeros(2, ml_dtypes.float6_e2m3fn)])
+
+
+def test_accuracy_table_of_the_plugin(plugin, tmp_path):
+    # a vendor's own table: every bf16 value through the plugin's exponential, and f32 samples
+    out = tmp_path / "cells.json"
+    r = conform("accuracy", "--backend", f"pjrt:{plugin}", "--op", "exponential", "--type", "bf16",
+                "--type", "f32", "--samples", "2000", "--json", out, "-o", tmp_path / "t.md")
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr
+    cells = {c["type"]: c for c in json.loads(out.read_text())["cells"]}
+    bf16 = cells["bf16"]
+    assert bf16["backend"] == f"pjrt:{plugin}" and bf16["status"] == "ok" and bf16["exhaustive"]
+    assert bf16["n"] + bf16["silent"] == 2 ** 16 and bf16["max_ulp"] is not None
+    assert cells["f32"]["status"] == "ok" and cells["f32"]["n"] >= 2000
+    table = (tmp_path / "t.md").read_text()
+    assert f"## pjrt:{plugin}" in table and "| `exponential` |" in table
