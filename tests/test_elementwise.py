@@ -704,3 +704,14 @@ def test_complex128_multiply_rounds_each_part_once():
     z = np.array([complex(1 + 2.0 ** -52, 3)], np.complex128)
     for got in (run_op("stablehlo.multiply", z, z), run_op("chlo.square", z)):
         assert (got[0].real, got[0].imag) == (-8 + 2.0 ** -50, 6 + 2.0 ** -49)
+
+
+def test_complex128_divide_does_not_lose_a_cancelling_numerator():
+    # re = (ac + bd) / (c**2 + d**2) cancels to 5.06e-06 from terms of about 1.6 and 1.6: from
+    # the exact rationals, rounded once by float(Fraction) (the products rounded to 64 bits first
+    # gave 5.062124592108454e-06, 4 ULP off)
+    a, b = complex(1.6423502977799398, -0.5881080183415959), complex(-0.9700114611298067, -2.708925014924258)
+    ar, ai, br, bi = (Fraction(v) for v in (a.real, a.imag, b.real, b.imag))
+    den = br * br + bi * bi
+    got = run_op("stablehlo.divide", np.array([a], np.complex128), np.array([b], np.complex128))
+    assert (got[0].real, got[0].imag) == (float((ar * br + ai * bi) / den), float((ai * br - ar * bi) / den))

@@ -20,8 +20,9 @@ Implementation-defined cases (the spec leaves them open; these follow XLA):
 
 Floats narrower than ``f64`` are computed in ``f64`` (complex in
 ``complex128``) and rounded once into the result type. Complex division keeps
-infinities (C99 Annex G) and is rounded once for ``complex128`` (extended
-precision). Complex ``multiply`` and, for f64 and complex128, ``power`` are
+infinities (C99 Annex G); for ``complex128`` its numerator and denominator come
+from the exact halves of their products, divided in extended precision and
+rounded once. Complex ``multiply`` and, for f64 and complex128, ``power`` are
 computed in a wider type (``np.longdouble`` for f64 parts) and rounded once;
 complex128 ``multiply`` from the exact halves of its products
 (:func:`complex128_multiply`: each part correctly rounded where the parts lie
@@ -328,34 +329,47 @@ def complex128_multiply(a, b, fallback=None):
     a, b = np.broadcast_arrays(np.asarray(a, np.complex128), np.asarray(b, np.complex128))
     r = np.asarray((fallback or in_f64(np.multiply))(a, b))
     parts = (a.real, a.imag, b.real, b.imag)
-    lo, hi = _TWO_PROD_RANGE
-    ok = np.logical_and.reduce([(np.abs(p) >= lo) & (np.abs(p) <= hi) for p in parts])
+    ok = _two_prod_ok(*parts)
     if not ok.any():
         return r
     ar, ai, br, bi = (np.where(ok, p, 1.0) for p in parts)
-    w = np.longdouble if LONG_OK else np.float64
-
-    def fused(x1, y1, x2, y2, sign):
-        """x1 y1 + sign x2 y2 from the exact halves of both products. The sum ``big + small``
-        is rounded into f64 with its own rounding error as the tie-breaker: where it lies
-        exactly on an f64 midpoint (``(1 + 2**-52)**2 - 9``), the error says which side the
-        value is on."""
-        p1, e1 = two_prod(x1, y1)
-        p2, e2 = two_prod(x2, y2)
-        big = p1.astype(w) + sign * p2.astype(w)
-        small = e1.astype(w) + sign * e2.astype(w)
-        total = big + small
-        back = total - big
-        err = (big - (total - back)) + (small - back)
-        r = total.astype(np.float64)
-        d = total - r.astype(w)
-        other = np.nextafter(r, np.where(d > 0, np.inf, -np.inf))
-        tie = (d != 0) & (total == (r.astype(w) + other.astype(w)) / 2) & (np.sign(err) == np.sign(d))
-        return np.where(tie, other, r)
-
     with np.errstate(all="ignore"):
-        re, im = fused(ar, br, ai, bi, -1), fused(ar, bi, ai, br, 1)
+        re = _round_once(*_sum_of_products(ar, br, ai, bi, -1))
+        im = _round_once(*_sum_of_products(ar, bi, ai, br, 1))
     return np.where(ok, make_complex(re, im), r)
+
+
+def _two_prod_ok(*parts) -> np.ndarray:
+    """Where every part lies in :data:`_TWO_PROD_RANGE` (zeros, infinities and NaN do not)."""
+    lo, hi = _TWO_PROD_RANGE
+    return np.logical_and.reduce([(np.abs(p) >= lo) & (np.abs(p) <= hi) for p in parts])
+
+
+_W = np.longdouble if LONG_OK else np.float64
+
+
+def _sum_of_products(x1, y1, x2, y2, sign):
+    """``x1 y1 + sign x2 y2`` of f64 values in range (:func:`_two_prod_ok`) from the exact halves
+    of both products (:func:`._numeric.two_prod`): the high halves and the low halves summed apart
+    in extended precision, then the two sums. Returns the extended sum and its rounding error."""
+    p1, e1 = two_prod(x1, y1)
+    p2, e2 = two_prod(x2, y2)
+    big = p1.astype(_W) + sign * p2.astype(_W)
+    small = e1.astype(_W) + sign * e2.astype(_W)
+    total = big + small
+    back = total - big
+    return total, (big - (total - back)) + (small - back)
+
+
+def _round_once(total, err):
+    """The extended ``total`` rounded into f64, its rounding error ``err`` breaking ties: where it
+    lies exactly on an f64 midpoint (``(1 + 2**-52)**2 - 9``), the error says which side the value
+    is on."""
+    r = total.astype(np.float64)
+    d = total - r.astype(_W)
+    other = np.nextafter(r, np.where(d > 0, np.inf, -np.inf))
+    tie = (d != 0) & (total == (r.astype(_W) + other.astype(_W)) / 2) & (np.sign(err) == np.sign(d))
+    return np.where(tie, other, r)
 
 
 def _division_operands(a, b, dt):
@@ -404,6 +418,22 @@ def int_remainder(a, b, dt):
     return wrap_i64(r, dt) if is_subbyte_int(dt) else r
 
 
+def _complex128_divide_exact_halves(a, b, q):
+    """``q`` where a part of ``a`` or ``b`` is outside :data:`_TWO_PROD_RANGE`, else
+    ``(a conj(b)) / |b|**2`` with the numerator's parts and the denominator from the exact halves
+    of their products (:func:`_sum_of_products`), divided in extended precision and rounded once:
+    the numerator's sums no longer lose their low bits where they cancel."""
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    ok = _two_prod_ok(ar, ai, br, bi)
+    if not ok.any():
+        return q
+    ar, ai, br, bi = (np.where(ok, p, 1.0) for p in (ar, ai, br, bi))
+    den = _sum_of_products(br, br, bi, bi, 1)[0]
+    re = (_sum_of_products(ar, br, ai, bi, 1)[0] / den).astype(np.float64)
+    im = (_sum_of_products(ai, br, ar, bi, -1)[0] / den).astype(np.float64)
+    return np.where(ok, make_complex(re, im), q)
+
+
 def complex_divide(a, b):
     """Complex division that keeps infinities (C99 Annex G recovery):
     finite / 0 and inf / finite are infinite, finite / inf is zero.
@@ -425,6 +455,7 @@ def complex_divide(a, b):
             re = ((ar * br + ai * bi) / safe).astype(np.float64)
             im = ((ai * br - ar * bi) / safe).astype(np.float64)
             q = np.where(ok, make_complex(re, im), q)
+            q = _complex128_divide_exact_halves(ab, bb, q)
         bad = np.isnan(q.real) & np.isnan(q.imag)
         if not bad.any():
             return q
