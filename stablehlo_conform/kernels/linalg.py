@@ -45,8 +45,7 @@ def _is_unsigned(dt: np.dtype) -> bool:
 
 def compute_dtype(dtypes, out_dtype) -> np.dtype:
     """The dtype a product of operands with ``dtypes`` is computed in."""
-    return _compute_dtype(tuple(d if isinstance(d, np.dtype) else np.dtype(d) for d in dtypes),
-                          out_dtype if isinstance(out_dtype, np.dtype) else np.dtype(out_dtype))
+    return _compute_dtype(tuple(np.dtype(d) for d in dtypes), np.dtype(out_dtype))
 
 
 @functools.lru_cache(maxsize=None)
@@ -147,23 +146,32 @@ def _check_not_quantized(op):
 
 def dot_general_arrays(lhs, rhs, lb, rb, lc, rc, out_dtype) -> np.ndarray:
     """spec.md#dot_general on arrays: result dims are batch + lhs free + rhs free."""
-    lb, rb, lc, rc = (tuple(int(v) for v in d) for d in (lb, rb, lc, rc))
-    lf = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
-    rf = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
-    bshape = tuple(lhs.shape[d] for d in lb)
-    lfs = tuple(lhs.shape[d] for d in lf)
-    rfs = tuple(rhs.shape[d] for d in rf)
-    B = math.prod(bshape)
-    M = math.prod(lfs)
-    N = math.prod(rfs)
-    K = math.prod([lhs.shape[d] for d in lc])
+    lperm, rperm, lshape, rshape, out_shape = _dot_plan(
+        lhs.shape, rhs.shape, tuple(lb), tuple(rb), tuple(lc), tuple(rc))
     cdt = compute_dtype([lhs.dtype, rhs.dtype], out_dtype)
+    L = (lhs if lperm is None else np.transpose(lhs, lperm)).reshape(lshape)
+    R = (rhs if rperm is None else np.transpose(rhs, rperm)).reshape(rshape)
+    return finish(matmul_exact(L, R, cdt).reshape(out_shape), out_dtype)
+
+
+@functools.lru_cache(maxsize=4096)
+def _dot_plan(lshape, rshape, lb, rb, lc, rc):
+    """How :func:`dot_general_arrays` lays out operands of these shapes and dimension numbers:
+    the transposes (None: already in order), the shapes of the matrices (one batch) or batches
+    of matrices they are reshaped to, and the result shape."""
+    lb, rb, lc, rc = (tuple(int(v) for v in d) for d in (lb, rb, lc, rc))
+    lf = [d for d in range(len(lshape)) if d not in lb and d not in lc]
+    rf = [d for d in range(len(rshape)) if d not in rb and d not in rc]
+    bshape = tuple(lshape[d] for d in lb)
+    lfs = tuple(lshape[d] for d in lf)
+    rfs = tuple(rshape[d] for d in rf)
+    B, M, N = math.prod(bshape), math.prod(lfs), math.prod(rfs)
+    K = math.prod([lshape[d] for d in lc])
     lperm = list(lb) + lf + list(lc)
     rperm = list(rb) + list(rc) + rf
-    L = (lhs if lperm == sorted(lperm) else np.transpose(lhs, lperm)).reshape(B, M, K)
-    R = (rhs if rperm == sorted(rperm) else np.transpose(rhs, rperm)).reshape(B, K, N)
-    out = matmul_exact(L[0], R[0], cdt) if B == 1 else matmul_exact(L, R, cdt)
-    return finish(out.reshape(bshape + lfs + rfs), out_dtype)
+    mats = ((M, K), (K, N)) if B == 1 else ((B, M, K), (B, K, N))
+    return (None if lperm == sorted(lperm) else tuple(lperm), None if rperm == sorted(rperm) else tuple(rperm),
+            *mats, bshape + lfs + rfs)
 
 
 @kernel("stablehlo.dot_general")
