@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._numeric import LONG_OK, two_prod
+from ._numeric import LONG_OK, make_complex, two_prod
 
 W = np.longdouble if LONG_OK else np.float64
 """The working type."""
@@ -302,7 +302,7 @@ def complex_expm1(z):
     x, y = z.real, z.imag
     h = np.sin(y / 2)
     im = np.where(y == 0, y, np.exp(x) * np.sin(y))
-    return _assemble(np.expm1(x) * np.cos(y) - 2 * h * h, im, z)
+    return make_complex(np.expm1(x) * np.cos(y) - 2 * h * h, im, z.dtype)
 
 
 def complex_log1p(z):
@@ -319,7 +319,7 @@ def complex_log1p(z):
     u = ((2 * xf.astype(x.dtype) + hy) + hx) + (lx.astype(x.dtype) + ly)
     near = small & (np.abs(u) < 0.75)
     re = np.where(near, np.log1p(np.where(near, u, 0)) / 2, np.log(np.hypot(xp, y)))
-    return _assemble(re, np.arctan2(y, xp), z)
+    return make_complex(re, np.arctan2(y, xp), z.dtype)
 
 
 def complex_logistic(z):
@@ -333,7 +333,7 @@ def complex_logistic(z):
     left = x < -1
     e = np.exp(np.where(left, z, 0))
     q = e / (1 + e)
-    t = np.tanh(_assemble(np.where(left, 0, x) / 2, np.where(left, 0, y) / 2, z))  # z/2 by parts
+    t = np.tanh(make_complex(np.where(left, 0, x) / 2, np.where(left, 0, y) / 2, z.dtype))  # z/2 by parts
     # the parts of 1 + t are added as reals (a complex 1 + t turns a -0 imaginary part into +0);
     # im(e / (1 + e)) = im(e) / |1 + e|**2 has the sign of im(e)
     re = np.where(left, q.real, (1 + t.real) / 2)
@@ -343,7 +343,7 @@ def complex_logistic(z):
         ex = np.exp(np.where(far_left, x, np.where(far_right, -x, 0)))
         re = np.where(far_left, ex * np.cos(y), np.where(far_right, 1, re))
         im = np.where(far_left | far_right, ex * np.sin(y), im)
-    return _assemble(re, im, z)
+    return make_complex(re, im, z.dtype)
 
 
 def complex_cbrt(z):
@@ -351,7 +351,7 @@ def complex_cbrt(z):
     the imaginary part of the sign of ``im z``, as the limit along the principal branch)."""
     r = np.cbrt(np.hypot(z.real, z.imag))
     t = np.arctan2(z.imag, z.real) / 3
-    return _assemble(r * np.cos(t), r * np.sin(t), z)
+    return make_complex(r * np.cos(t), r * np.sin(t), z.dtype)
 
 
 def complex_rsqrt(z):
@@ -364,11 +364,5 @@ def complex_rsqrt(z):
     ok = np.isfinite(h) & (h > 0) & np.isfinite(s.real) & np.isfinite(s.imag)
     safe = np.where(ok, h, 1)
     q = 1 / np.where(ok, 1, s)
-    return _assemble(np.where(ok, s.real / safe, q.real), np.where(ok, -s.imag / safe, q.imag), z)
+    return make_complex(np.where(ok, s.real / safe, q.real), np.where(ok, -s.imag / safe, q.imag), z.dtype)
 
-
-def _assemble(re, im, like):
-    out = np.empty(np.shape(re), dtype=np.asarray(like).dtype)
-    out.real = re
-    out.imag = im
-    return out

@@ -131,6 +131,14 @@ def two_prod(a, b):
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
+def two_sum(a, b):
+    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly (Knuth; any float type,
+    no overflow)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
 def _split_half(a):
     c = 134217729.0 * a  # 2^27 + 1: the high 26 bits and the rest
     hi = c - (c - a)

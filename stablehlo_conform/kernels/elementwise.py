@@ -54,6 +54,7 @@ from ._numeric import (
     round_to,
     to_i64,
     two_prod,
+    two_sum,
     int_limits,
     wide,
     wrap_i64,
@@ -354,11 +355,7 @@ def _sum_of_products(x1, y1, x2, y2, sign):
     in extended precision, then the two sums. Returns the extended sum and its rounding error."""
     p1, e1 = two_prod(x1, y1)
     p2, e2 = two_prod(x2, y2)
-    big = p1.astype(_W) + sign * p2.astype(_W)
-    small = e1.astype(_W) + sign * e2.astype(_W)
-    total = big + small
-    back = total - big
-    return total, (big - (total - back)) + (small - back)
+    return two_sum(p1.astype(_W) + sign * p2.astype(_W), e1.astype(_W) + sign * e2.astype(_W))
 
 
 def _round_once(total, err):
@@ -418,20 +415,30 @@ def int_remainder(a, b, dt):
     return wrap_i64(r, dt) if is_subbyte_int(dt) else r
 
 
-def _complex128_divide_exact_halves(a, b, q):
-    """``q`` where a part of ``a`` or ``b`` is outside :data:`_TWO_PROD_RANGE`, else
-    ``(a conj(b)) / |b|**2`` with the numerator's parts and the denominator from the exact halves
-    of their products (:func:`_sum_of_products`), divided in extended precision and rounded once:
-    the numerator's sums no longer lose their low bits where they cancel."""
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    ok = _two_prod_ok(ar, ai, br, bi)
-    if not ok.any():
+def _complex128_quotient(a, b, q):
+    """``(a conj(b)) / |b|**2`` of complex128 ``a`` and ``b`` (broadcast), rounded once into f64
+    parts, where the parts are finite and ``b`` is not 0 (``q`` elsewhere). Where every part lies
+    in :data:`_TWO_PROD_RANGE`, the numerator's parts and the denominator come from the exact
+    halves of their products (:func:`_sum_of_products`: the numerator's sums keep their low bits
+    where they cancel); elsewhere from products in extended precision (no overflow or underflow
+    for finite f64 parts). Both are divided in extended precision."""
+    halves = _two_prod_ok(a.real, a.imag, b.real, b.imag)
+    if not halves.all():
+        ar, ai = a.real.astype(np.longdouble), a.imag.astype(np.longdouble)
+        br, bi = b.real.astype(np.longdouble), b.imag.astype(np.longdouble)
+        den = br * br + bi * bi
+        ok = np.isfinite(ar) & np.isfinite(ai) & np.isfinite(den) & (den != 0)
+        safe = np.where(ok, den, 1)
+        re = ((ar * br + ai * bi) / safe).astype(np.float64)
+        im = ((ai * br - ar * bi) / safe).astype(np.float64)
+        q = np.where(ok, make_complex(re, im), q)
+    if not halves.any():
         return q
-    ar, ai, br, bi = (np.where(ok, p, 1.0) for p in (ar, ai, br, bi))
+    ar, ai, br, bi = (np.where(halves, p, 1.0) for p in (a.real, a.imag, b.real, b.imag))
     den = _sum_of_products(br, br, bi, bi, 1)[0]
     re = (_sum_of_products(ar, br, ai, bi, 1)[0] / den).astype(np.float64)
     im = (_sum_of_products(ai, br, ar, bi, -1)[0] / den).astype(np.float64)
-    return np.where(ok, make_complex(re, im), q)
+    return np.where(halves, make_complex(re, im), q)
 
 
 def complex_divide(a, b):
@@ -444,18 +451,7 @@ def complex_divide(a, b):
     with np.errstate(all="ignore"):
         q = np.divide(a, b)
         if LONG_OK and q.dtype == np.dtype(np.complex128):
-            # (a * conj(b)) / |b|^2 in extended precision: no overflow or
-            # underflow for finite f64 parts, one rounding into f64
-            ab, bb = np.broadcast_arrays(a, b)
-            ar, ai = ab.real.astype(np.longdouble), ab.imag.astype(np.longdouble)
-            br, bi = bb.real.astype(np.longdouble), bb.imag.astype(np.longdouble)
-            den = br * br + bi * bi
-            ok = np.isfinite(ar) & np.isfinite(ai) & np.isfinite(den) & (den != 0)
-            safe = np.where(ok, den, 1)
-            re = ((ar * br + ai * bi) / safe).astype(np.float64)
-            im = ((ai * br - ar * bi) / safe).astype(np.float64)
-            q = np.where(ok, make_complex(re, im), q)
-            q = _complex128_divide_exact_halves(ab, bb, q)
+            q = _complex128_quotient(*np.broadcast_arrays(a, b), q)
         bad = np.isnan(q.real) & np.isnan(q.imag)
         if not bad.any():
             return q

@@ -24,7 +24,7 @@ from .arith import (
     to_float,
     wrap,
 )
-from ._numeric import make_complex, two_prod
+from ._numeric import make_complex, two_prod, two_sum
 from .registry import kernel
 
 _U64 = np.dtype(np.uint64)
@@ -113,12 +113,6 @@ def clampf(op, x, lo, hi):
         return (to_float(np.minimum(np.maximum(_f64(x), _f64(lo)), _f64(hi)), dt),)
 
 
-def _two_sum(a, b):
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
 @kernel("math.fma")
 def fma(op, a, b, c):
     """``a * b + c`` with one rounding.
@@ -134,7 +128,7 @@ def fma(op, a, b, c):
         if dt != np.float64:
             return (to_float(x * y + z, dt),)
         p, e = two_prod(x, y)
-        s, t = _two_sum(p, z)
+        s, t = two_sum(p, z)
         r = s + (t + e)
         plain = x * y + z
         r = np.where(np.isfinite(r), r, plain)
