@@ -1178,12 +1178,16 @@ def _is_check_op(o) -> bool:
     return False
 
 
-def prepare_entry(text: str, entry: str, strip_checks: bool = False) -> tuple[str, list[tuple[str, int]]]:
+def prepare_entry(text: str, entry: str, strip_checks: bool = False, keep: frozenset[str] | None = None,
+                  grid: tuple[int, int] | None = None) -> tuple[str, list[tuple[str, int]]]:
     """Module text (no locations) with function ``entry`` renamed to
     ``__conform_entry`` (and any other ``@main`` to ``__conform_main``) so a
     wrapper ``@main`` can be added. With ``strip_checks`` every check op is
     removed; those in the entry function's body become its results (their
-    operands, in order) and ``(name, operand count)`` of each is returned."""
+    operands, in order) and ``(name, operand count)`` of each is returned.
+    ``keep``: the functions to keep (the others are erased); ``grid``:
+    ``(replicas, partitions)`` written as the module's ``mhlo.num_replicas``
+    and ``mhlo.num_partitions`` (spec.md#parallel-execution)."""
     st = _bindings()
     ir = st["ir"]
     checks: list[tuple[str, int]] = []
@@ -1194,6 +1198,13 @@ def prepare_entry(text: str, entry: str, strip_checks: bool = False) -> tuple[st
                  for o in body.operations if o.operation.name == "func.func"}
         if entry not in funcs:
             raise ParseError(f"no function @{entry} in module")
+        if keep is not None:
+            for name in [n for n in funcs if n not in keep and n != entry]:
+                funcs.pop(name).erase()
+        if grid is not None:
+            i32 = ir.IntegerType.get_signless(32)
+            mod.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, grid[0])
+            mod.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, grid[1])
         renames = [(entry, ENTRY_ALIAS)]
         if "main" in funcs and entry != "main":
             renames.append(("main", "__conform_main"))

@@ -49,11 +49,13 @@ def available() -> dict[str, str]:
 def check_name(name: str) -> None:
     """Raise :class:`BackendUnavailable` (with what exists) unless ``name``
     names a backend: a built-in one, an installed plugin or ``pjrt:...``
-    with an existing library or an installed PJRT plugin's name."""
+    with an existing library or an installed PJRT plugin's name that loads
+    and creates its client (the plugin's own message when it does not)."""
     if name.startswith("pjrt:"):
         from .pjrt import check_target, parse_name
 
         check_target(parse_name(name))
+        get_backend(name).check_loads()
     elif name not in available():
         raise BackendUnavailable(f"unknown backend {name!r}; available: {', '.join(sorted(available()))}, "
                                  "pjrt:/path/to/plugin.so")

@@ -46,6 +46,11 @@ class Backend:
 
     name = "backend"
 
+    @property
+    def label(self) -> str:
+        """The name in messages (a plugin's library path shortened)."""
+        return self.name
+
     def run_function(self, module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
         raise NotImplementedError
 

@@ -21,6 +21,9 @@ that aborts costs one test, and two plugins never share a process.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -28,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import UnsupportedOp
+from ...errors import CheckFailure, UnsupportedOp
 from .base import BackendError, BackendUnavailable
 from .native import NativeBackend
 
@@ -178,43 +181,134 @@ def check_target(spec: PjrtSpec) -> None:
                                  "give the library path as pjrt:/path/to/plugin.so")
 
 
-def library_of(target: str) -> tuple[str, dict[str, Any]]:
-    """(library path, create options the plugin registers) of an installed
-    plugin; imports and initialises a ``jax_plugins`` module (in the child)."""
+@dataclass
+class Loaded:
+    """A plugin loaded in this process: the name its PJRT C API is registered
+    under (the one its client is created with), the library, the create
+    options it registered (a mapping, or a callable giving one when the client
+    is created) and the C API capsule (None for a library loaded by path)."""
+
+    name: str
+    library: str
+    options: Any = None
+    c_api: Any = None
+
+    def create_options(self) -> dict[str, Any]:
+        opts = self.options() if callable(self.options) else self.options
+        return dict(opts or {})
+
+
+def _registration_name(library: str) -> str:
+    """The name a library given by path is registered under: one per file,
+    even where two share a base name."""
+    digest = hashlib.sha1(library.encode()).hexdigest()[:8]
+    return f"conform_{re.sub(r'[^0-9A-Za-z]', '_', os.path.basename(library).rsplit('.', 1)[0])}_{digest}"
+
+
+def load_library(library: str, name: str | None = None) -> Loaded:
+    """Load a plugin library by path (once per process), as
+    ``xla_client.load_pjrt_plugin_dynamically`` does for JAX."""
+    from jax._src.lib import xla_client as xc
+
+    name = name or _registration_name(library)
+    api = None
+    if not xc.pjrt_plugin_loaded(name):
+        api = xc.load_pjrt_plugin_dynamically(name, library)
+    return Loaded(name, library, None, api)
+
+
+def load_module(target: str) -> Loaded:
+    """Load an installed plugin as JAX loads it: a ``jax_plugins`` module's
+    ``initialize()`` (or a ``PJRT_NAMES_AND_LIBRARY_PATHS`` entry) registers
+    it. ``xla_bridge.register_plugin`` is answered here, in the backend's
+    child process: the library is loaded under the plugin's own name and the
+    PJRT C API capsule returned, so a plugin whose ``initialize()`` hands
+    that capsule to its extension (the CUDA and ROCm plugins register their
+    custom-call targets that way) registers them with the library conform's
+    client is created from. JAX's own list of backends is left untouched."""
     kind, where = discover()[target]
     if kind == "PJRT_NAMES_AND_LIBRARY_PATHS":
         if where.endswith(".json"):
-            import json
-
             with open(where) as f:
                 cfg = json.load(f)
-            return cfg["library_path"], dict(cfg.get("create_option") or {})
-        return where, {}
-    import importlib
-
+            loaded = load_library(cfg["library_path"], target)
+            loaded.options = dict(cfg.get("create_option") or {})
+            return loaded
+        return load_library(where, target)
     from jax._src import xla_bridge
+    from jax._src.lib import xla_client as xc
 
-    seen: list[tuple[str, dict]] = []
+    seen: list[Loaded] = []
+
+    def register(plugin_name, *, priority=400, library_path=None, options=None, c_api=None, **_):
+        if library_path:
+            loaded = load_library(library_path, plugin_name)
+        elif c_api is not None:
+            if not xc.pjrt_plugin_loaded(plugin_name):
+                xc.load_pjrt_plugin_with_c_api(plugin_name, c_api)
+            loaded = Loaded(plugin_name, "(C API given by the plugin module)", None, c_api)
+        else:
+            return None
+        loaded.options = options
+        seen.append(loaded)
+        return loaded.c_api
+
+    module_name = where.split(":")[0]
     real = xla_bridge.register_plugin
-
-    def capture(name, *, priority=400, library_path=None, options=None, **kw):
-        seen.append((library_path, dict(options or {})))
-
-    module = importlib.import_module(where.split(":")[0])
-    xla_bridge.register_plugin = capture
+    xla_bridge.register_plugin = register
     try:
-        module.initialize()
+        module = importlib.import_module(module_name)
+        init = getattr(module, "initialize", None)
+        if init is None:
+            raise BackendUnavailable(f"{module_name} has no initialize()")
+        init()
+    except BackendUnavailable:
+        raise
+    except Exception as e:
+        raise BackendUnavailable(f"{module_name}.initialize() failed: {type(e).__name__}: "
+                                 f"{str(e).strip()[:400]}") from None
     finally:
         xla_bridge.register_plugin = real
-    paths = [(p, o) for p, o in seen if p]
-    if not paths:
-        raise BackendUnavailable(f"PJRT plugin {target!r} ({where}) registered no library path")
-    return paths[0]
+    if not seen:
+        raise BackendUnavailable(f"{module_name}.initialize() registered no PJRT plugin "
+                                 "(it found no device or library it needs)")
+    return seen[0]
+
+
+def jax_create_options(name: str) -> dict[str, Any]:
+    """Create options JAX adds from its own configuration for a plugin of
+    this name (``jax_pjrt_client_create_options``, the visible devices of
+    ``cuda``/``rocm``), as ``make_pjrt_c_api_client`` adds them."""
+    try:
+        from jax._src import xla_bridge
+
+        return dict(xla_bridge._options_from_jax_configs(name))
+    except Exception:  # pragma: no cover - a jax without it
+        return {}
+
+
+def short_name(name: str) -> str:
+    """A backend name for messages: a ``pjrt:`` library path shortened to
+    the library's base name (``pjrt:/opt/v/libvendor_pjrt.so?x=1`` ->
+    ``pjrt:libvendor_pjrt?x=1``); other names as they are."""
+    if not name.startswith(PREFIX):
+        return name
+    target, sep, query = name[len(PREFIX):].partition("?")
+    if "/" in target or target.endswith((".so", ".dylib", ".dll")):
+        target = re.sub(r"\.(so|dylib|dll)$", "", os.path.basename(target))
+    return PREFIX + target + sep + query
 
 
 # --------------------------------------------------------------------------- #
 # The backend
 # --------------------------------------------------------------------------- #
+
+
+def _first_lines(text: str, n: int = 3) -> str:
+    """The first lines of a native error (its stack trace and blank lines dropped)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip() and not ln.startswith("\t")]
+    lines = [ln for ln in lines if "Stack trace" not in ln and not ln.startswith("***")]
+    return " | ".join(lines[:n])[:500] or "no message"
 
 
 def _version_text(v: tuple[int, ...] | None, parts: int = 2) -> str:
@@ -239,39 +333,38 @@ class PjrtBackend(NativeBackend):
         self._library = ""
         self._cache: dict[tuple[str, int], Any] = {}
 
+    @property
+    def label(self) -> str:
+        return short_name(self.name)
+
     def check_available(self) -> None:
         try:
             import jax  # noqa: F401
         except ImportError as e:  # pragma: no cover
-            raise BackendUnavailable(f"{self.name} backend needs jax/jaxlib: {e}") from None
+            raise BackendUnavailable(f"{self.label} backend needs jax/jaxlib: {e}") from None
         if self.pjrt is not None:
             check_target(self.pjrt)
 
     # the client ----------------------------------------------------------
     def make_client(self) -> Any:
-        """Load the plugin (once per process) and create its client."""
+        """Load the plugin (once per process) and create its client with
+        the create options the plugin registered, JAX's own (its
+        configuration) and the backend name's on top."""
         from jax._src.lib import xla_client as xc
 
         spec = self.pjrt
-        if spec.is_path:
-            library, defaults = os.path.abspath(spec.target), {}
-        else:
-            library, defaults = library_of(spec.target)
-        self._library = library
-        import hashlib
-
-        # one registration per library file, even where two share a base name
-        digest = hashlib.sha1(library.encode()).hexdigest()[:8]
-        name = f"conform_{re.sub(r'[^0-9A-Za-z]', '_', os.path.basename(library).rsplit('.', 1)[0])}_{digest}"
         try:
-            if not xc.pjrt_plugin_loaded(name):
-                xc.load_pjrt_plugin_dynamically(name, library)
-            if not xc.pjrt_plugin_initialized(name):
-                xc.initialize_pjrt_plugin(name)
-            options = {**defaults, **{k: typed_option(v) for k, v in spec.options}}
-            return xc.make_c_api_client(name, options or None)
+            loaded = (load_library(os.path.abspath(spec.target)) if spec.is_path else load_module(spec.target))
+            self._library = loaded.library
+            if not xc.pjrt_plugin_initialized(loaded.name):
+                xc.initialize_pjrt_plugin(loaded.name)
+            options = {**loaded.create_options(), **jax_create_options(loaded.name),
+                       **{k: typed_option(v) for k, v in spec.options}}
+            return xc.make_c_api_client(loaded.name, options or None)
+        except BackendUnavailable as e:
+            raise BackendUnavailable(f"{self.label} does not load: {e}") from None
         except Exception as e:
-            raise BackendUnavailable(f"{self.name}: the plugin does not load: {str(e).strip()[:500]}") from None
+            raise BackendUnavailable(f"{self.label} does not load: {_first_lines(str(e))}") from None
 
     def client(self) -> Any:
         if self._client is None:
@@ -310,6 +403,26 @@ class PjrtBackend(NativeBackend):
             "window_stated": stated, "loads": True,
         }
 
+    def child_env(self) -> dict[str, str]:
+        """GPU plugins preallocate most of the device's memory by default; the
+        backend's child does not (several workers may share one device)
+        unless ``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise."""
+        return {"XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")}
+
+    def check_loads(self, timeout: float = 300) -> None:
+        """Raise :class:`BackendUnavailable` with the plugin's own message
+        unless it loads, initialises and creates its client (in the child
+        that then runs the tests)."""
+        from ...errors import ConformError
+
+        self.check_available()
+        try:
+            self.child().call("describe", timeout=timeout)
+        except ConformError as e:
+            text = str(e)
+            raise BackendUnavailable(text if "does not load" in text else f"{self.label} does not load: {text}") \
+                from None
+
     def info(self, timeout: float = 120) -> dict[str, Any]:
         """:meth:`describe` run in the child, or why the client does not load."""
         from ...errors import ConformError
@@ -331,25 +444,15 @@ class PjrtBackend(NativeBackend):
         opts = compiler.get_compile_options(replicas, partitions,
                                             device_assignment=np.array([d.id for d in devices]).reshape(
                                                 replicas, partitions))
+        opts.executable_build_options.use_spmd_partitioning = partitions > 1
         if partitions > 1:
             is_sdy = b"sdy." in text if isinstance(text, bytes) else "sdy." in text
             opts.executable_build_options.use_shardy_partitioner = is_sdy
         return self.client().compile_and_load(text, xc.DeviceList(tuple(devices)), opts)
 
-    def execute(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
-        import jax
-
-        replicas, partitions = grid_of_text(text)
-        devs = self.devices()
-        need = replicas * partitions
-        first = self.pjrt.device if self.pjrt is not None else 0
-        if first >= len(devs):
-            raise BackendUnavailable(f"{self.name}: device {first} does not exist ({len(devs)} devices)")
-        if need > 1 and need > len(devs):
-            raise UnsupportedOp(self.name, f"needs {need} devices ({replicas} replicas x {partitions} partitions); "
-                                f"the client has {len(devs)}")
-        use = [devs[first]] if need == 1 else devs[:need]
-        exe = self._cache.get((text, need))
+    def _executable(self, text: str, use: list, replicas: int, partitions: int) -> Any:
+        """``text`` compiled for the devices ``use`` (cached per text and device count)."""
+        exe = self._cache.get((text, len(use)))
         if exe is None:
             version = self.pjrt.stablehlo if self.pjrt is not None else ""
             program: str | bytes = text
@@ -366,19 +469,73 @@ class PjrtBackend(NativeBackend):
                 raise self._compile_error(text, str(e).strip()) from None
             if len(self._cache) > 256:
                 self._cache.clear()
-            self._cache[text, need] = exe
+            self._cache[text, len(use)] = exe
+        return exe
+
+    def _devices_for(self, text: str) -> tuple[list, int, int]:
+        """(the devices a program runs on, replicas, partitions): the
+        backend's device for a one-device program, else the first
+        replicas x partitions devices."""
+        replicas, partitions = grid_of_text(text)
+        devs = self.devices()
+        need = replicas * partitions
+        first = self.pjrt.device if self.pjrt is not None else 0
+        if need == 1:
+            if first >= len(devs):
+                raise BackendUnavailable(f"{self.label}: device {first} does not exist ({len(devs)} devices)")
+            return [devs[first]], 1, 1
+        if need > len(devs):
+            raise UnsupportedOp(self.label, f"needs {need} devices ({replicas} replicas x {partitions} partitions);"
+                                f" the client has {len(devs)}")
+        return devs[:need], replicas, partitions
+
+    def _launch(self, exe: Any, use: list, per_device: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+        """Run ``exe`` with ``per_device[d]`` on device ``use[d]``; every
+        device's results."""
+        import jax
+
         try:
             with jax.enable_x64(True):
-                if need == 1:
-                    bufs = [jax.device_put(np.asarray(a), use[0]) for a in args]
-                else:  # every process of the grid gets the same arguments
+                if len(use) == 1:
+                    bufs = [jax.device_put(np.asarray(a), use[0]) for a in per_device[0]]
+                else:  # one array per argument, holding each device's own value
                     sharding = jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(use), ("p",)),
                                                           jax.sharding.PartitionSpec())
-                    bufs = [jax.device_put(np.asarray(a), sharding) for a in args]
+                    bufs = [jax.make_array_from_single_device_arrays(
+                        np.shape(per_device[0][i]), sharding,
+                        [jax.device_put(np.asarray(vals[i]), d) for vals, d in zip(per_device, use)])
+                        for i in range(len(per_device[0]))]
             out = exe.execute_sharded(bufs)
-            return [np.asarray(x[0]) for x in out.disassemble_into_single_device_arrays()]
+            results = [[np.asarray(x) for x in shards] for shards in out.disassemble_into_single_device_arrays()]
         except Exception as e:
-            raise BackendError(f"{self.name}: execution failed: {str(e).strip()[:500]}") from None
+            raise BackendError(f"{self.label}: execution failed: {_first_lines(str(e))}") from None
+        return [[r[d] for r in results] for d in range(len(use))]
+
+    def execute(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+        """``@main`` of ``text`` on the backend's device, or on a grid of
+        devices (the program's ``mhlo.num_replicas`` x ``mhlo.num_partitions``)
+        with every argument on every device; there every result is whole on
+        every device, and each device's copy is checked against device 0's."""
+        use, replicas, partitions = self._devices_for(text)
+        exe = self._executable(text, use, replicas, partitions)
+        per_device = self._launch(exe, use, [list(args)] * len(use))
+        first = per_device[0]
+        for d, values in enumerate(per_device[1:], start=1):
+            for i, (a, b) in enumerate(zip(first, values)):
+                if not _same_bits(a, b):
+                    raise CheckFailure(f"{self.label}: device {d} returned another result #{i} than device 0 "
+                                       f"({_first_difference(a, b)}); a result whole on every device must be equal")
+        return first
+
+    def execute_grid(self, text: str, per_process: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+        """``@main`` of ``text`` once per process of its grid, one device
+        each (replica-major, as the device assignment lists them), process
+        ``i`` on ``per_process[i]``; each process's results."""
+        use, replicas, partitions = self._devices_for(text)
+        if len(per_process) != len(use):
+            raise BackendError(f"{self.label}: {len(per_process)} argument lists for {len(use)} processes")
+        exe = self._executable(text, use, replicas, partitions)
+        return self._launch(exe, use, per_process)
 
     def _compile_error(self, text: str, msg: str) -> Exception:
         """A compile failure as the most precise status: a StableHLO version
@@ -389,15 +546,15 @@ class PjrtBackend(NativeBackend):
             return self._version_error(text, msg)
         m = re.search(r"failed to legalize operation '([\w.]+)'|'([\w.]+)' op can't be translated", msg)
         if m:
-            return UnsupportedOp(self.name, f"{m.group(1) or m.group(2)} is not lowered by the client: {first}")
+            return UnsupportedOp(self.label, f"{m.group(1) or m.group(2)} is not lowered by the client: {first}")
         m = re.search(r"[Ee]xpected element type[^;]*; got (\w+)", msg)
         if m:  # an element type the client's compiler does not take for this op
-            return UnsupportedOp(self.name, f"element type {m.group(1)}: {first}")
+            return UnsupportedOp(self.label, f"element type {m.group(1)}: {first}")
         if "UNIMPLEMENTED" in msg or "not supported" in msg.lower() or "unsupported" in msg.lower():
             m = _TYPE_WORDS.search(msg)
             what = f"element type {m.group(0)}: " if m and "type" in msg.lower() else ""
-            return UnsupportedOp(self.name, what + first)
-        return BackendError(f"{self.name}: compile failed: {msg[:500]}")
+            return UnsupportedOp(self.label, what + first)
+        return BackendError(f"{self.label}: compile failed: {msg[:500]}")
 
     def _version_error(self, text: str, msg: str) -> Exception:
         from ... import frontend
@@ -417,10 +574,29 @@ class PjrtBackend(NativeBackend):
             foreign = sorted(set(re.findall(r"\b((?:arith|tensor|math|shape|scf|cf|complex|memref)\.[a-z_]+)\b",
                                             text)))
             if foreign:
-                return UnsupportedOp(self.name, f"{', '.join(foreign[:4])} outside StableHLO cannot be sent to a "
+                return UnsupportedOp(self.label, f"{', '.join(foreign[:4])} outside StableHLO cannot be sent to a "
                                      f"client of another StableHLO version as a portable artifact; {accepts}")
-            return UnsupportedOp(self.name, f"does not serialize to any StableHLO version; {accepts}: {diag}")
-        return UnsupportedOp(self.name, f"needs StableHLO {_version_text(need)}; {accepts}: {diag}")
+            return UnsupportedOp(self.label, f"does not serialize to any StableHLO version; {accepts}: {diag}")
+        return UnsupportedOp(self.label, f"needs StableHLO {_version_text(need)}; {accepts}: {diag}")
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal shape, element type and bits (NaNs of equal payload equal)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _first_difference(a: np.ndarray, b: np.ndarray) -> str:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return f"shape {list(b.shape)} against {list(a.shape)}"
+    flat_a, flat_b = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
+    rows_a = flat_a.view(np.uint8).reshape(flat_a.size, -1)
+    rows_b = flat_b.view(np.uint8).reshape(flat_b.size, -1)
+    differ = np.flatnonzero((rows_a != rows_b).any(axis=1))
+    i = int(differ[0]) if differ.size else 0
+    idx = [int(x) for x in np.unravel_index(i, a.shape)] if a.shape else []
+    return f"at {idx}: {flat_b[i].item()!r} against {flat_a[i].item()!r}"
 
 
 def grid_of_text(text: str) -> tuple[int, int]:

@@ -54,7 +54,10 @@ class XlaBackend(PjrtBackend):
         initialize_lapack()
         return client
 
-    def _call(self, text, args, opts, default_isolate=None):
+    def child_env(self) -> dict[str, str]:
+        return {}
+
+    def _call(self, text, args, opts, default_isolate=None, method="execute"):
         r, p = grid_of_text(text)
         if r * p > self._child_devices:
             n = max(r * p, 8)
@@ -63,7 +66,7 @@ class XlaBackend(PjrtBackend):
             self._child = Isolated(self.spec, self.name, self.init,
                                    env={"XLA_FLAGS": with_device_count(os.environ.get("XLA_FLAGS"), n)})
             self._child_devices = n
-        return super()._call(text, args, opts, default_isolate)
+        return super()._call(text, args, opts, default_isolate, method)
 
 
 def initialize_lapack() -> None:
