@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import types as T
 from ..compare import compare, is_float_dtype, mismatch_at
 from .registry import kernel
 
@@ -77,6 +78,37 @@ def _almost(op, actual, expected) -> tuple:
     else:
         ok = almost_equal(actual, expected, atol, rtol)
     return _record(op, mismatch_at(actual, expected, ~ok), extra)
+
+
+def failing_elements(name: str, attrs, actual: np.ndarray, expected: np.ndarray) -> np.ndarray | None:
+    """Element mask of what IREE's check op ``name`` (``check.iree_...``)
+    rejects, with the op's ``attrs``; None for other ops or shapes/types
+    that differ (the whole check fails)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if expected.shape != actual.shape and expected.size == 1:
+        expected = np.broadcast_to(expected, actual.shape)
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return None
+    short = name.removeprefix("check.iree_").removesuffix("_const")
+    if short == "expect_eq":
+        return compare_bits_differ(actual, expected)
+    if short != "expect_almost_eq":
+        return None
+    if not is_float_dtype(actual.dtype):
+        return actual != expected
+    atol = float(attrs.get("atol", DEFAULT_ATOL))
+    rtol = float(attrs.get("rtol", DEFAULT_RTOL))
+    if actual.dtype.kind == "c":
+        return ~(almost_equal(actual.real, expected.real, atol, rtol) & almost_equal(actual.imag, expected.imag,
+                                                                                      atol, rtol))
+    return ~almost_equal(actual, expected, atol, rtol)
+
+
+def compare_bits_differ(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Element mask: the bit patterns differ (``expect_eq``'s rule)."""
+    if is_float_dtype(actual.dtype):
+        return T.to_bits(actual) != T.to_bits(expected)
+    return actual != expected
 
 
 def _register(name: str, check) -> None:
