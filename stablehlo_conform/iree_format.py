@@ -14,6 +14,12 @@ IREE's own dialects, none of which jaxlib's context knows:
 - ``util.optimization_barrier %a, ... : T, ...`` — ``stablehlo.optimization_barrier``
   when every operand is a tensor, else the generic form of the same op (an
   identity kernel).
+- ``ml_program.global [private] [mutable] @g(VALUE : T) : T`` (a module
+  global, as IREE's tests use them): a private function ``@g`` returning the
+  initial value; ``ml_program.global_load[_const] @g : T`` and
+  ``ml_program.global_store @g = %v : T`` become generic ops naming ``@g``
+  (kernels in :mod:`stablehlo_conform.kernels.iree_check`: the first load
+  calls ``@g``, a store replaces the value for the rest of the run).
 - IREE's ``check`` ops, whose syntax puts operands in parentheses:
   ``check.expect_eq(%a, %b) : T``, ``check.expect_eq_const(%a, dense<..> : T) : T``,
   ``check.expect_almost_eq[_const](..., atol A, rtol R) : T``,
@@ -53,7 +59,9 @@ from .types import split_top_level
 _STMT_RE = re.compile(
     r"^(?P<indent>\s*)(?P<lhs>%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=\s*)?"
     r"(?P<op>check\.expect_[a-z_]+(?=\s*[<(])|util\.unfoldable_constant\b|flow\.tensor\.dynamic_constant\b"
-    r"|util\.optimization_barrier\b)(?P<rest>.*)$")
+    r"|util\.optimization_barrier\b|ml_program\.global(?:_load(?:_const)?|_store)?\b)(?P<rest>.*)$")
+_GLOBAL_RE = re.compile(r"^(?:(?:private|public|nested)\s+)?(?:mutable\s+)?@(?P<name>[\w$.\-]+)\s*"
+                        r"\((?P<init>.*)\)\s*:\s*(?P<ty>tensor<.*>)\s*$")
 _FUNC_RE = re.compile(r"^\s*func\.func\s+(?:(?P<vis>public|private|nested)\s+)?@(?P<name>[\w$.\-]+)\s*\((?P<args>\)?)")
 _FLOAT_LITERAL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _NEW_STMT = re.compile(r"^\s*(?:%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=|return\b|func\.|\}|\^)")
@@ -143,6 +151,8 @@ class _Rewriter:
         op, rest, lhs = m.group("op"), m.group("rest").strip(), (m.group("lhs") or "").strip()
         if op.startswith("check."):
             return self.check(op[len("check."):], rest)
+        if op.startswith("ml_program."):
+            return self.ml_program(op, lhs, rest)
         if not lhs:
             return None
         if op == "util.optimization_barrier":
@@ -207,6 +217,25 @@ class _Rewriter:
         return out + (f"{b} = stablehlo.optimization_barrier {c} : {ty}  {s} = stablehlo.constant {shape}  "
                       f"{lhs} stablehlo.dynamic_reshape {b}, {s} : ({ty}, tensor<{len(dims)}xi64>) -> {dynamic}")
 
+    def ml_program(self, op: str, lhs: str, rest: str) -> str | None:
+        if op == "ml_program.global":
+            m = _GLOBAL_RE.match(rest)
+            if m is None or lhs or _last_colon(m.group("init")) < 0:
+                return None
+            v, ty = self.temp(), m.group("ty")
+            return (f"func.func private @{m.group('name')}() -> {ty} {{ {v} = stablehlo.constant {m.group('init')}  "
+                    f"func.return {v} : {ty} }}")
+        if op == "ml_program.global_store":
+            m = re.match(r"^@(?P<name>[\w$.\-]+)\s*=\s*(?P<value>%[\w$.#:]+)\s*:\s*(?P<ty>.+)$", rest)
+            if m is None or lhs:
+                return None
+            return (f'"ml_program.global_store"({m.group("value")}) {{global = @{m.group("name")}}} : '
+                    f'({m.group("ty")}) -> ()')
+        m = re.match(r"^@(?P<name>[\w$.\-]+)\s*:\s*(?P<ty>.+)$", rest)
+        if m is None or not lhs:
+            return None
+        return f'{lhs} "{op}"() {{global = @{m.group("name")}}} : () -> {m.group("ty")}'
+
     def barrier(self, lhs: str, rest: str) -> str | None:
         cut = _last_colon(rest)
         if cut < 0:
@@ -269,7 +298,7 @@ def upgrade_array_attrs(line: str) -> str:
 def rewrite(text: str) -> str:
     """IREE's test constructs of ``text`` in forms jaxlib's context parses;
     text without them is returned unchanged. Line numbers are preserved."""
-    if "check.expect_" not in text and "util." not in text and "flow." not in text:
+    if "check.expect_" not in text and "util." not in text and "flow." not in text and "ml_program." not in text:
         return text
     lines = [upgrade_array_attrs(ln) for ln in text.split("\n")]
     out: list[str] = []

@@ -17,6 +17,9 @@ semantics), not by the StableHLO ones of :mod:`.check`:
 - ``expect_true`` / ``expect_false``: a scalar integer is non-zero / zero.
 - ``expect_all_true``: every element of an integer tensor is non-zero.
 
+It also holds the kernels of the module globals of ``ml_program`` (loads and
+stores of a global's value within one run) that IREE's tests use.
+
 Each failure names IREE's op, shows the first differing index with both
 values and the count of differing elements.
 """
@@ -154,3 +157,26 @@ def unfoldable_constant(op):
 def optimization_barrier(op, *operands):
     """The identity on any values (IREE's barrier also takes scalars)."""
     return tuple(operands)
+
+
+def _global_name(op) -> str:
+    g = op.attr("global")
+    return getattr(g, "name", str(g).lstrip("@"))
+
+
+@kernel("ml_program.global_load", "ml_program.global_load_const")
+def global_load(op):
+    """A module global's value: the last one stored in this run, else the
+    initial value (the function of the same name, see iree_format)."""
+    store = op.engine.state.setdefault("ml_program.globals", {})
+    name = _global_name(op)
+    if name not in store:
+        store[name] = np.asarray(op.call(name)[0])
+    return (store[name],)
+
+
+@kernel("ml_program.global_store")
+def global_store(op, value):
+    """Replace a module global's value for the rest of the run."""
+    op.engine.state.setdefault("ml_program.globals", {})[_global_name(op)] = np.asarray(value)
+    return ()
