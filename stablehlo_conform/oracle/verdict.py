@@ -28,7 +28,9 @@ element that still fails, the verdict is
   not (the evidence gives its ULP distance from the exact value);
 - ``both within bounds``: both are within the class (the check is stricter
   than the class);
-- ``spec silent``: the op's values are implementation-defined (``rng``), or
+- ``spec silent``: the op's values are implementation-defined (``rng``,
+  ``rng_bit_generator``: any checked value computed from them, of any type,
+  once what the spec does fix is found to hold; else ``backend wrong``), or
   the two differ only in the sign of a zero produced by a rounding op;
 
 and the test's verdict is the first of these that any element has.
