@@ -540,6 +540,33 @@ def test_implementation_defined_values_get_their_verdict(tmp_path):
     assert bits["verdict"]["checks"][0]["ops"] == ["stablehlo.rng_bit_generator"]
 
 
+BESIDE = """func.func @passing_rng_check_beside_a_failing_one() {
+  %a = util.unfoldable_constant dense<0.0> : tensor<f32>
+  %b = util.unfoldable_constant dense<1.0> : tensor<f32>
+  %shape = util.unfoldable_constant dense<[2]> : tensor<1xi64>
+  %r = stablehlo.rng %a, %b, %shape, distribution = UNIFORM : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<2xf32>
+  check.expect_almost_eq_const(%r, dense<[0.0, 0.2569]> : tensor<2xf32>, 1.0e-3) : tensor<2xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<2xf32>
+  %lt = stablehlo.compare LT, %r, %one, FLOAT : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+  %i = stablehlo.convert %lt : (tensor<2xi1>) -> tensor<2xi32>
+  check.expect_all_true(%i) : tensor<2xi32>
+  %c = util.unfoldable_constant dense<[2, 3]> : tensor<2xi32>
+  check.expect_eq_const(%c, dense<[2, 4]> : tensor<2xi32>) : tensor<2xi32>
+  return
+}
+"""
+
+
+def test_only_failing_checks_of_rng_values_get_the_verdict(tmp_path):
+    p = tmp_path / "beside.mlir"
+    p.write_text(BESIDE)
+    (rec,) = _records(p).values()
+    assert rec["status"] == "fail" and rec["checks"] == 3
+    assert rec["verdict"]["verdict"] != "spec silent" and "implementation-defined" not in rec["message"]
+    assert not any(c["accuracy"]["kind"] == "implementation-defined" for c in rec["verdict"]["checks"])
+    assert "actual 3, expected 4" in rec["message"]
+
+
 def test_what_the_spec_fixes_of_rng_results():
     from stablehlo_conform.kernels.random import spec_fixed_problems
 
