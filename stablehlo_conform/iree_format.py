@@ -14,17 +14,35 @@ IREE's own dialects, none of which jaxlib's context knows:
 - ``util.optimization_barrier %a, ... : T, ...`` — ``stablehlo.optimization_barrier``
   when every operand is a tensor, else the generic form of the same op (an
   identity kernel).
+- ``ml_program.global [private] [mutable] @g(VALUE : T) : T`` (a module
+  global, as IREE's tests use them): a private function ``@g`` returning the
+  initial value; ``ml_program.global_load[_const] @g : T`` and
+  ``ml_program.global_store @g = %v : T`` become generic ops naming ``@g``
+  (kernels in :mod:`stablehlo_conform.kernels.iree_check`: the first load
+  calls ``@g``, a store replaces the value for the rest of the run).
 - IREE's ``check`` ops, whose syntax puts operands in parentheses:
   ``check.expect_eq(%a, %b) : T``, ``check.expect_eq_const(%a, dense<..> : T) : T``,
   ``check.expect_almost_eq[_const](..., atol A, rtol R) : T``,
   ``check.expect_true(%s) : i32``, ``check.expect_false``, ``check.expect_all_true``.
   They become generic ``"check.iree_<name>"`` ops (atol/rtol as attributes),
   names distinct from the StableHLO check ops because IREE's semantics differ
-  (see :mod:`stablehlo_conform.kernels.iree_check`).
+  (see :mod:`stablehlo_conform.kernels.iree_check`). The older positional
+  tolerance, ``check.expect_almost_eq_const(%a, dense<..> : T, 1.0e-3) : T``,
+  is IREE's absolute tolerance and becomes ``atol``.
+- Attributes in the spelling of StableHLO before they became ``array<i64>``
+  (``dimensions = dense<1> : tensor<1xi64>``, ``window_strides = dense<1> :
+  tensor<2xi64>``, ...; see :data:`ARRAY_ATTRS`): the same values as
+  ``array<i64: ...>``, the form the bindings' StableHLO verifies. IREE's
+  older tests are written that way; 2-D attributes (``padding``) are still
+  dense elements and are left alone.
 
 Every rewrite keeps line numbers: a statement spanning several lines is
 replaced on its first line, the others are left empty, and the extra ops of
-a rewrite share that line. This module is plain text processing.
+a rewrite share that line. A constant's statement may span lines anywhere
+(``flow.tensor.dynamic_constant`` alone on its line, the attribute on the
+next; the type after a line break): it ends where its brackets close and its
+type (and, for a dynamic constant, ``-> D``) is complete. This module is
+plain text processing.
 
 It also splits a module into its functions (:func:`function_spans`), so
 that a file of many tests in one module, as IREE writes them, can name every
@@ -41,8 +59,20 @@ from .types import split_top_level
 _STMT_RE = re.compile(
     r"^(?P<indent>\s*)(?P<lhs>%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=\s*)?"
     r"(?P<op>check\.expect_[a-z_]+(?=\s*[<(])|util\.unfoldable_constant\b|flow\.tensor\.dynamic_constant\b"
-    r"|util\.optimization_barrier\b)(?P<rest>.*)$")
+    r"|util\.optimization_barrier\b|ml_program\.global(?:_load(?:_const)?|_store)?\b)(?P<rest>.*)$")
+_GLOBAL_RE = re.compile(r"^(?:(?:private|public|nested)\s+)?(?:mutable\s+)?@(?P<name>[\w$.\-]+)\s*"
+                        r"\((?P<init>.*)\)\s*:\s*(?P<ty>tensor<.*>)\s*$")
 _FUNC_RE = re.compile(r"^\s*func\.func\s+(?:(?P<vis>public|private|nested)\s+)?@(?P<name>[\w$.\-]+)\s*\((?P<args>\)?)")
+_FLOAT_LITERAL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_NEW_STMT = re.compile(r"^\s*(?:%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=|return\b|func\.|\}|\^)")
+CONSTANT_OPS = ("util.unfoldable_constant", "flow.tensor.dynamic_constant")
+# attributes of StableHLO ops that are ``array<i64>`` now and were 1-D ``dense`` i64 tensors before
+ARRAY_ATTRS = ("broadcast_dimensions", "broadcast_sizes", "dimensions", "permutation", "start_indices",
+               "limit_indices", "strides", "slice_sizes", "edge_padding_low", "edge_padding_high",
+               "interior_padding", "window_strides", "window_dimensions", "window_dilations", "base_dilations",
+               "lhs_dilation", "rhs_dilation", "fft_length")
+_DENSE_ARRAY = re.compile(r"\b(?P<name>" + "|".join(ARRAY_ATTRS) + r")\s*=\s*dense<(?P<value>[^<>]*)>\s*:\s*"
+                          r"tensor<(?P<n>\d+)xi64>")
 IREE_CHECKS = ("expect_eq", "expect_eq_const", "expect_almost_eq", "expect_almost_eq_const",
                "expect_true", "expect_false", "expect_all_true")
 PREFIX = "check.iree_"
@@ -121,6 +151,8 @@ class _Rewriter:
         op, rest, lhs = m.group("op"), m.group("rest").strip(), (m.group("lhs") or "").strip()
         if op.startswith("check."):
             return self.check(op[len("check."):], rest)
+        if op.startswith("ml_program."):
+            return self.ml_program(op, lhs, rest)
         if not lhs:
             return None
         if op == "util.optimization_barrier":
@@ -154,6 +186,8 @@ class _Rewriter:
                 operands.append(part)
             elif len(word) == 2 and word[0] in ("atol", "rtol"):
                 attrs.append(f"{word[0]} = {_float_attr(word[1])} : f64")
+            elif name.startswith("expect_almost_eq") and _FLOAT_LITERAL.match(part):
+                attrs.append(f"atol = {_float_attr(part)} : f64")  # the older positional (absolute) tolerance
             else:
                 attrs.append(f"value = {part}")
         attr_text = " {" + ", ".join(attrs) + "}" if attrs else ""
@@ -170,7 +204,7 @@ class _Rewriter:
         cut = _last_colon(rest)
         if cut < 0:
             return None
-        value, ty = rest[:cut].strip(), rest[cut + 1:].strip()
+        value, ty = rest[:cut].strip(), re.sub(r"^tensor\s+<", "tensor<", rest[cut + 1:].strip())
         if not ty.startswith("tensor<"):
             return None if dynamic else f"{lhs} arith.constant {value} : {ty}"
         c, b = self.temp(), self.temp()
@@ -182,6 +216,25 @@ class _Rewriter:
         s = self.temp()
         return out + (f"{b} = stablehlo.optimization_barrier {c} : {ty}  {s} = stablehlo.constant {shape}  "
                       f"{lhs} stablehlo.dynamic_reshape {b}, {s} : ({ty}, tensor<{len(dims)}xi64>) -> {dynamic}")
+
+    def ml_program(self, op: str, lhs: str, rest: str) -> str | None:
+        if op == "ml_program.global":
+            m = _GLOBAL_RE.match(rest)
+            if m is None or lhs or _last_colon(m.group("init")) < 0:
+                return None
+            v, ty = self.temp(), m.group("ty")
+            return (f"func.func private @{m.group('name')}() -> {ty} {{ {v} = stablehlo.constant {m.group('init')}  "
+                    f"func.return {v} : {ty} }}")
+        if op == "ml_program.global_store":
+            m = re.match(r"^@(?P<name>[\w$.\-]+)\s*=\s*(?P<value>%[\w$.#:]+)\s*:\s*(?P<ty>.+)$", rest)
+            if m is None or lhs:
+                return None
+            return (f'"ml_program.global_store"({m.group("value")}) {{global = @{m.group("name")}}} : '
+                    f'({m.group("ty")}) -> ()')
+        m = re.match(r"^@(?P<name>[\w$.\-]+)\s*:\s*(?P<ty>.+)$", rest)
+        if m is None or not lhs:
+            return None
+        return f'{lhs} "{op}"() {{global = @{m.group("name")}}} : () -> {m.group("ty")}'
 
     def barrier(self, lhs: str, rest: str) -> str | None:
         cut = _last_colon(rest)
@@ -207,12 +260,47 @@ def _float_attr(text: str) -> str:
     return r
 
 
+def _incomplete(op: str, stmt: str) -> bool:
+    """True for a constant's statement whose type (for a dynamic constant:
+    ``-> D``) is still to come on a later line."""
+    if op not in CONSTANT_OPS:
+        return False
+    rest = stmt.split(op, 1)[1]
+    if op == "flow.tensor.dynamic_constant":
+        arrow = rest.rfind("->")
+        if arrow < 0 or not rest[arrow + 2:].strip():
+            return True
+        rest = rest[:arrow]
+    cut = _last_colon(rest)
+    return cut < 0 or not rest[:cut].strip() or not rest[cut + 1:].strip()
+
+
+def _array_attr(m: re.Match) -> str:
+    value, n = m.group("value").strip(), int(m.group("n"))
+    if value.startswith("["):
+        items = [v.strip() for v in value[1:-1].split(",") if v.strip()]
+    else:
+        items = [value] * n if value else []
+    if len(items) != n:
+        return m.group(0)
+    return f"{m.group('name')} = array<i64" + (f": {', '.join(items)}>" if items else ">")
+
+
+def upgrade_array_attrs(line: str) -> str:
+    """``NAME = dense<[..]> : tensor<Nxi64>`` as ``NAME = array<i64: ..>``
+    for the attributes of :data:`ARRAY_ATTRS` (code only, not comments)."""
+    code = _code(line)
+    if "dense<" not in code:
+        return line
+    return _DENSE_ARRAY.sub(_array_attr, code) + line[len(code):]
+
+
 def rewrite(text: str) -> str:
     """IREE's test constructs of ``text`` in forms jaxlib's context parses;
     text without them is returned unchanged. Line numbers are preserved."""
-    if "check.expect_" not in text and "util." not in text and "flow." not in text:
+    if "check.expect_" not in text and "util." not in text and "flow." not in text and "ml_program." not in text:
         return text
-    lines = text.split("\n")
+    lines = [upgrade_array_attrs(ln) for ln in text.split("\n")]
     out: list[str] = []
     rw = _Rewriter()
     i = 0
@@ -224,7 +312,10 @@ def rewrite(text: str) -> str:
             i += 1
             continue
         stmt, j = code.rstrip(), i
-        while nesting(stmt) > 0 and j + 1 < len(lines):
+        while j + 1 < len(lines):
+            depth = nesting(stmt)
+            if depth <= 0 and not (_incomplete(m.group("op"), stmt) and not _NEW_STMT.match(lines[j + 1])):
+                break
             j += 1
             stmt += " " + _code(lines[j]).strip()
         new = rw.statement(_STMT_RE.match(stmt))

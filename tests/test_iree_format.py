@@ -347,3 +347,335 @@ def test_npy_input_and_separate_flag_values(tmp_path):
     (rec,) = _records(tmp_path / "p.mlir").values()
     assert rec["status"] == "pass", rec["message"]
     assert rec["checks"] == 2
+
+
+# --------------------------------------------------------------------------- #
+# IREE's tests as they are: statements over lines, older spellings, rng, globals
+# --------------------------------------------------------------------------- #
+
+SPANNING = """func.func @dynamic_next_line() {
+  %x = flow.tensor.dynamic_constant
+    dense<[[1.0, -2.0], [3.0, 4.5]]> : tensor<2x2xf32>
+      -> tensor<?x?xf32>
+  %a = stablehlo.abs %x : tensor<?x?xf32>
+  %s = tensor.cast %a : tensor<?x?xf32> to tensor<2x2xf32>
+  check.expect_almost_eq_const(%s, dense<[[1.0, 2.0], [3.0, 4.5]]> : tensor<2x2xf32>) : tensor<2x2xf32>
+  return
+}
+
+func.func @unfoldable_over_lines() {
+  %c = util.unfoldable_constant dense<
+
+      [[7, 8, 9],
+       [10, 11, 12]]>
+    :
+    tensor<2x3xi32>
+  %r = stablehlo.reverse %c, dims = [1] : tensor<2x3xi32>
+  check.expect_eq_const(%r, dense<[[9, 8, 7], [12, 11, 10]]> : tensor<2x3xi32>) : tensor<2x3xi32>
+  return
+}
+
+func.func @wrong_after_spanning_constant() {
+  %c = util.unfoldable_constant dense<[2.0,
+                                       3.0]> : tensor<2xf32>
+  check.expect_eq_const(%c, dense<[2.0, 5.0]> : tensor<2xf32>) : tensor<2xf32>
+  return
+}
+"""
+
+
+def test_constants_whose_statement_spans_lines(tmp_path):
+    out = iree_format.rewrite(SPANNING)
+    assert out.count("\n") == SPANNING.count("\n")
+    assert "flow.tensor" not in out and "util.unfoldable" not in out
+    assert "-> tensor<?x?xf32>" in out.splitlines()[1]  # the whole statement on its first line
+    p = tmp_path / "spanning.mlir"
+    p.write_text(SPANNING)
+    recs = _records(p)
+    assert recs["dynamic_next_line"]["status"] == "pass", recs["dynamic_next_line"]
+    assert recs["unfoldable_over_lines"]["status"] == "pass", recs["unfoldable_over_lines"]
+    bad = recs["wrong_after_spanning_constant"]
+    assert bad["status"] == "fail" and "actual 3.0, expected 5.0" in bad["message"]
+    assert "spanning.mlir:26:3" in bad["message"]  # the check's own line, after a two-line constant
+
+
+OLDER_SPELLINGS = """func.func @positional_tolerance() {
+  %x = util.unfoldable_constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %y = stablehlo.sqrt %x : tensor<2xf32>
+  check.expect_almost_eq_const(%y, dense<[1.0, 1.414]> : tensor<2xf32>, 1.0e-3) : tensor<2xf32>
+  return
+}
+
+func.func @positional_tolerance_too_tight() {
+  %x = util.unfoldable_constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %y = stablehlo.sqrt %x : tensor<2xf32>
+  check.expect_almost_eq_const(%y, dense<[1.0, 1.414]> : tensor<2xf32>, 1.0e-4) : tensor<2xf32>
+  return
+}
+
+func.func @dense_attributes() {
+  %x = util.unfoldable_constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>
+  %z = util.unfoldable_constant dense<0> : tensor<i32>
+  %s = "stablehlo.reduce"(%x, %z) ({
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+    %t = stablehlo.add %a, %b : tensor<i32>
+    "stablehlo.return"(%t) : (tensor<i32>) -> ()
+  }) {dimensions = dense<1> : tensor<1xi64>} : (tensor<2x3xi32>, tensor<i32>) -> tensor<2xi32>
+  check.expect_eq_const(%s, dense<[6, 15]> : tensor<2xi32>) : tensor<2xi32>
+  %t = "stablehlo.transpose"(%x) {permutation = dense<[1, 0]> : tensor<2xi64>} : (tensor<2x3xi32>) -> tensor<3x2xi32>
+  %l = "stablehlo.slice"(%t) {start_indices = dense<[1, 0]> : tensor<2xi64>,
+      limit_indices = dense<[3, 2]> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>
+  } : (tensor<3x2xi32>) -> tensor<2x2xi32>
+  check.expect_eq_const(%l, dense<[[2, 5], [3, 6]]> : tensor<2x2xi32>) : tensor<2x2xi32>
+  %p = "stablehlo.pad"(%x, %z) {edge_padding_low = dense<[0, 1]> : tensor<2xi64>,
+      edge_padding_high = dense<0> : tensor<2xi64>, interior_padding = dense<0> : tensor<2xi64>
+  } : (tensor<2x3xi32>, tensor<i32>) -> tensor<2x4xi32>
+  check.expect_eq_const(%p, dense<[[0, 1, 2, 3], [0, 4, 5, 6]]> : tensor<2x4xi32>) : tensor<2x4xi32>
+  return
+}
+"""
+
+
+def test_older_spellings_of_tolerance_and_attributes(tmp_path):
+    out = iree_format.rewrite(OLDER_SPELLINGS)
+    assert out.count("\n") == OLDER_SPELLINGS.count("\n")
+    assert "atol = 0.001 : f64" in out and "dimensions = array<i64: 1>" in out
+    assert "strides = array<i64: 1, 1>" in out and "limit_indices = array<i64: 3, 2>" in out
+    p = tmp_path / "older.mlir"
+    p.write_text(OLDER_SPELLINGS)
+    recs = _records(p)
+    assert recs["positional_tolerance"]["status"] == "pass", recs["positional_tolerance"]
+    tight = recs["positional_tolerance_too_tight"]
+    assert tight["status"] == "fail" and "atol=0.0001" in tight["message"]
+    assert recs["dense_attributes"]["status"] == "pass", recs["dense_attributes"]
+    assert recs["dense_attributes"]["checks"] == 3
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("  {dimensions = dense<[0, 2]> : tensor<2xi64>}", "  {dimensions = array<i64: 0, 2>}"),
+    ("window_strides = dense<1> : tensor<3xi64>,", "window_strides = array<i64: 1, 1, 1>,"),
+    ("broadcast_dimensions = dense<[]> : tensor<0xi64>", "broadcast_dimensions = array<i64>"),
+    # 2-D attributes are still dense elements; other names and comments are left alone
+    ("padding = dense<[[1, 1], [0, 1]]> : tensor<2x2xi64>", "padding = dense<[[1, 1], [0, 1]]> : tensor<2x2xi64>"),
+    ("value = dense<[1, 2]> : tensor<2xi64>", "value = dense<[1, 2]> : tensor<2xi64>"),
+    ("x // strides = dense<1> : tensor<2xi64>", "x // strides = dense<1> : tensor<2xi64>"),
+    ("strides = dense<[1, 2]> : tensor<3xi64>", "strides = dense<[1, 2]> : tensor<3xi64>"),  # wrong count: kept
+])
+def test_upgrade_array_attrs(line, expected):
+    assert iree_format.upgrade_array_attrs(line) == expected
+
+
+def _bits_of(alg: str, state: str, st: str, out: str) -> np.ndarray:
+    from stablehlo_conform import frontend
+    from stablehlo_conform.engine import Engine
+    from stablehlo_conform.kernels.registry import load_all
+
+    text = (f"func.func @main() -> ({st}, {out}) {{\n  %s = stablehlo.constant dense<{state}> : {st}\n"
+            f"  %0:2 = \"stablehlo.rng_bit_generator\"(%s) {{rng_algorithm = #stablehlo<rng_algorithm {alg}>}}"
+            f" : ({st}) -> ({st}, {out})\n  return %0#0, %0#1 : {st}, {out}\n}}\n")
+    (mod,) = frontend.load_text(text)
+    return Engine(mod, load_all()).call("main", ())
+
+
+@pytest.mark.parametrize("alg", ["THREE_FRY", "PHILOX"])
+def test_rng_bit_generator_with_a_32_bit_state(alg):
+    """A tensor<4xi32> state is [key low, key high, counter high, counter low]:
+    the same bits as the ui64 state [key, counter] (THREE_FRY's blocks then
+    give their two words in turn, the layout of its 64-bit outputs)."""
+    key, counter = (7 << 32) | 5, (9 << 32) | 11
+    s64, o64 = _bits_of(alg, f"[{key}, {counter}]", "tensor<2xui64>", "tensor<3xui64>")
+    s32, o32 = _bits_of(alg, "[5, 7, 9, 11]", "tensor<4xi32>", "tensor<6xi32>")
+    words = np.asarray(o64).view(np.uint32)
+    assert np.asarray(o32).view(np.uint32).tolist() == words.tolist()
+    blocks = 3 if alg == "THREE_FRY" else 2  # 6 words: 3 two-word blocks / 2 four-word blocks
+    assert np.asarray(s32).tolist() == [5, 7, 9, 11 + blocks]
+    assert np.asarray(s64).tolist() == [key, counter + (3 if alg == "THREE_FRY" else 2)]
+
+
+def test_rng_uniform_follows_the_index_hash():
+    from stablehlo_conform.kernels.random import uniform_lcg
+
+    a, b = np.float32(-2.0), np.float32(6.0)
+    v = uniform_lcg((2, 3), a, b)
+    for i in range(2):
+        for j in range(3):
+            h = (((i * 1103515245 + 12345) % 2**32 + j) * 1103515245 + 12345) % 2**32
+            want = np.float32(h) * (np.float32(8.0) * np.float32(2.3283064e-10)) + a
+            assert v[i, j] == want
+    assert ((v >= a) & (v < b)).all()
+
+
+IMPL = """func.func @normal_values() {
+  %mu = util.unfoldable_constant dense<0.0> : tensor<f32>
+  %sigma = util.unfoldable_constant dense<1.0> : tensor<f32>
+  %shape = util.unfoldable_constant dense<[2, 3]> : tensor<2xi64>
+  %r = stablehlo.rng %mu, %sigma, %shape, distribution = NORMAL : (tensor<f32>, tensor<f32>, tensor<2xi64>) -> tensor<2x3xf32>
+  check.expect_almost_eq_const(%r, dense<[[0.25, -1.5, 0.5], [2.0, 0.0, -0.75]]> : tensor<2x3xf32>) : tensor<2x3xf32>
+  return
+}
+
+func.func @bits_of_another_backend() {
+  %s = util.unfoldable_constant dense<[3, 4]> : tensor<2xui64>
+  %0:2 = "stablehlo.rng_bit_generator"(%s) {rng_algorithm = #stablehlo<rng_algorithm PHILOX>}
+      : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xi32>)
+  %1 = stablehlo.add %0#1, %0#1 : tensor<4xi32>
+  check.expect_eq_const(%1, dense<[2, 4, 6, 8]> : tensor<4xi32>) : tensor<4xi32>
+  return
+}
+"""
+
+
+def test_implementation_defined_values_get_their_verdict(tmp_path):
+    p = tmp_path / "impl.mlir"
+    p.write_text(IMPL)
+    recs = _records(p)
+    normal = recs["normal_values"]
+    assert normal["status"] == "fail" and normal["verdict"]["verdict"] == "spec silent"
+    assert "implementation-defined: the spec leaves rng results to the backend; shape, type and finiteness " \
+           "checked" in normal["message"]
+    assert normal["verdict"]["checks"][0]["accuracy"]["kind"] == "implementation-defined"
+    bits = recs["bits_of_another_backend"]  # an integer value computed from the bits
+    assert bits["status"] == "fail" and bits["verdict"]["verdict"] == "spec silent"
+    assert "determinism for the state checked" in bits["message"]
+    assert bits["verdict"]["checks"][0]["ops"] == ["stablehlo.rng_bit_generator"]
+
+
+BESIDE = """func.func @passing_rng_check_beside_a_failing_one() {
+  %a = util.unfoldable_constant dense<0.0> : tensor<f32>
+  %b = util.unfoldable_constant dense<1.0> : tensor<f32>
+  %shape = util.unfoldable_constant dense<[2]> : tensor<1xi64>
+  %r = stablehlo.rng %a, %b, %shape, distribution = UNIFORM : (tensor<f32>, tensor<f32>, tensor<1xi64>) -> tensor<2xf32>
+  check.expect_almost_eq_const(%r, dense<[0.0, 0.2569]> : tensor<2xf32>, 1.0e-3) : tensor<2xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<2xf32>
+  %lt = stablehlo.compare LT, %r, %one, FLOAT : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+  %i = stablehlo.convert %lt : (tensor<2xi1>) -> tensor<2xi32>
+  check.expect_all_true(%i) : tensor<2xi32>
+  %c = util.unfoldable_constant dense<[2, 3]> : tensor<2xi32>
+  check.expect_eq_const(%c, dense<[2, 4]> : tensor<2xi32>) : tensor<2xi32>
+  return
+}
+"""
+
+
+def test_only_failing_checks_of_rng_values_get_the_verdict(tmp_path):
+    p = tmp_path / "beside.mlir"
+    p.write_text(BESIDE)
+    (rec,) = _records(p).values()
+    assert rec["status"] == "fail" and rec["checks"] == 3
+    assert rec["verdict"]["verdict"] != "spec silent" and "implementation-defined" not in rec["message"]
+    assert not any(c["accuracy"]["kind"] == "implementation-defined" for c in rec["verdict"]["checks"])
+    assert "actual 3, expected 4" in rec["message"]
+
+
+def test_what_the_spec_fixes_of_rng_results():
+    from stablehlo_conform.kernels.random import spec_fixed_problems
+
+    a, b, shape = np.float32(0.0), np.float32(1.0), np.array([3], np.int64)
+    uniform = {"rng_distribution": "UNIFORM"}
+    assert spec_fixed_problems("stablehlo.rng", uniform, [a, b, shape], 0, np.array([0.0, 0.5, 0.99], np.float32)) \
+        == []
+    (p,) = spec_fixed_problems("stablehlo.rng", uniform, [a, b, shape], 0, np.array([0.0, 1.0, 0.5], np.float32))
+    assert "1 of 3 values outside [a, b)" in p and "at [1]" in p
+    (p,) = spec_fixed_problems("stablehlo.rng", uniform, [a, b, shape], 0, np.zeros(4, np.float32))
+    assert "is not the shape operand [3]" in p
+    normal = {"rng_distribution": "NORMAL"}
+    assert spec_fixed_problems("stablehlo.rng", normal, [a, b, shape], 0, np.array([9.0, -9.0, 0.0], np.float32)) \
+        == []
+    (p,) = spec_fixed_problems("stablehlo.rng", normal, [a, b, shape], 0, np.array([0.0, np.nan, 1], np.float32))
+    assert "not finite" in p
+    state = np.array([1, 2], np.uint64)
+    assert spec_fixed_problems("stablehlo.rng_bit_generator", {}, [state], 0, np.array([1, 9], np.uint64)) == []
+    (p,) = spec_fixed_problems("stablehlo.rng_bit_generator", {}, [state], 0, np.array([1, 9, 0], np.uint64))
+    assert "(C1)" in p
+
+
+OUTSIDE = """func.func @asserts_false() {
+  %x = util.unfoldable_constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %y = util.unfoldable_constant dense<[1.0, 3.0]> : tensor<2xf32>
+  %eq = stablehlo.compare EQ, %x, %y, NOTYPE : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+  stablehlo.custom_call @shape_assertion(%eq) {error_message = "sizes differ", has_side_effect = true} : (tensor<2xi1>) -> ()
+  check.expect_almost_eq_const(%x, dense<[1.0, 2.0]> : tensor<2xf32>) : tensor<2xf32>
+  return
+}
+
+func.func @built_with_linalg() {
+  %init = tensor.empty() : tensor<4xi32>
+  %i = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      outs(%init : tensor<4xi32>) {
+      ^bb0(%o: i32):
+        %k = linalg.index 0 : index
+        %c = arith.index_cast %k : index to i32
+        linalg.yield %c : i32
+      } -> tensor<4xi32>
+  check.expect_eq_const(%i, dense<[0, 1, 2, 3]> : tensor<4xi32>) : tensor<4xi32>
+  return
+}
+"""
+
+
+def test_failed_assertion_and_dialects_outside_stablehlo(tmp_path):
+    p = tmp_path / "outside.mlir"
+    p.write_text(OUTSIDE)
+    recs = _records(p)
+    a = recs["asserts_false"]
+    assert a["status"] == "error"
+    assert a["message"].startswith("the program's assertion failed: stablehlo.custom_call @shape_assertion at ")
+    assert "outside.mlir:5:3 (1 of 2 predicate elements false): sizes differ" in a["message"]
+    g = recs["built_with_linalg"]
+    assert g["status"] == "unsupported"
+    assert g["message"].splitlines()[0] == ("unsupported dialect ops: linalg.generic, linalg.index, linalg.yield "
+                                           "(linalg is MLIR's structured-ops dialect, not StableHLO: no kernel "
+                                           "evaluates it)")
+
+
+GLOBALS = """// RUN: iree-run-mlir --Xcompiler,iree-input-type=stablehlo --function=peek %s | FileCheck %s --check-prefix=PEEK
+// RUN: iree-run-mlir --Xcompiler,iree-input-type=stablehlo --function=bump %s | FileCheck %s --check-prefix=BUMP
+
+module {
+  ml_program.global private mutable @total(dense<[1, 10]> : tensor<2xi32>): tensor<2xi32>
+
+  // PEEK: EXEC @peek
+  func.func @peek() -> tensor<2xi32> {
+    %0 = ml_program.global_load @total : tensor<2xi32>
+    return %0 : tensor<2xi32>
+  }
+  // PEEK: 2xi32=1 10
+
+  // BUMP: EXEC @bump
+  func.func @bump() -> tensor<2xi32> {
+    %0 = ml_program.global_load @total : tensor<2xi32>
+    %1 = stablehlo.add %0, %0 : tensor<2xi32>
+    ml_program.global_store @total = %1 : tensor<2xi32>
+    %2 = ml_program.global_load @total : tensor<2xi32>
+    %3 = stablehlo.add %2, %0 : tensor<2xi32>
+    return %3 : tensor<2xi32>
+  }
+  // BUMP: 2xi32=3 30
+}
+"""
+
+
+def test_ml_program_globals(tmp_path):
+    out = iree_format.rewrite(GLOBALS)
+    assert out.count("\n") == GLOBALS.count("\n") and "func.func private @total() -> tensor<2xi32>" in out
+    p = tmp_path / "globals.mlir"
+    p.write_text(GLOBALS)
+    recs = list(_records(p).values())
+    assert len(recs) == 2 and all(r["status"] == "pass" for r in recs), recs
+    p.write_text(GLOBALS.replace("BUMP: 2xi32=3 30", "BUMP: 2xi32=2 20"))
+    assert sorted(r["status"] for r in _records(p).values()) == ["fail", "pass"]
+
+
+def test_iree_e2e_script_tallies_a_folder(tmp_path):
+    (tmp_path / "a.mlir").write_text(SPANNING)
+    (tmp_path / "b.mlir").write_text(IMPL)
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "iree_e2e.py"), str(tmp_path)], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "5 test functions in 2 files (numpy): 2 pass, 2 implementation-defined (spec silent), 1 other"
+    assert lines[1].startswith("  fail        ") and lines[1].split()[1].endswith("::wrong_after_spanning_constant:")
+    assert lines[-1] == "4/5 pass or carry the implementation-defined verdict"
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "iree_e2e.py"), str(tmp_path / "none")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip() == f"error: not a folder: {tmp_path / 'none'}"

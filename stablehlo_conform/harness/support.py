@@ -13,6 +13,11 @@ from ..errors import ConformError, ParseError
 from ..program import Module, walk_ops
 
 _OP_AT_START = re.compile(r"^\s*(?:%[^=\"]*=\s*)?([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_.]*)")
+# dialects of whole programs outside StableHLO that tests mix in, and what they are
+OUTSIDE_STABLEHLO = {
+    "linalg": "MLIR's structured-ops dialect",
+    "ml_program": "MLIR's module-globals dialect",
+}
 _UNKNOWN_DIAG = re.compile(r"Dialect .[^']+' not found for custom op|unregistered operation|"
                            r"custom op '[^']+' is unknown")
 
@@ -78,7 +83,9 @@ def describe_parse_error(error: ParseError, text: str | None) -> tuple[str, str]
     if text and _UNKNOWN_DIAG.search(diags):
         ops = unknown_dialect_ops(text)
         if ops:
-            return "unsupported", f"unsupported dialect ops: {', '.join(ops)}\n{diags}"
+            outside = dict.fromkeys(o.split(".")[0] for o in ops if o.split(".")[0] in OUTSIDE_STABLEHLO)
+            why = "".join(f" ({d} is {OUTSIDE_STABLEHLO[d]}, not StableHLO: no kernel evaluates it)" for d in outside)
+            return "unsupported", f"unsupported dialect ops: {', '.join(ops)}{why}\n{diags}"
     return "error", diags
 
 

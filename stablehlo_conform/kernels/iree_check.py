@@ -17,6 +17,9 @@ semantics), not by the StableHLO ones of :mod:`.check`:
 - ``expect_true`` / ``expect_false``: a scalar integer is non-zero / zero.
 - ``expect_all_true``: every element of an integer tensor is non-zero.
 
+It also holds the kernels of the module globals of ``ml_program`` (loads and
+stores of a global's value within one run) that IREE's tests use.
+
 Each failure names IREE's op, shows the first differing index with both
 values and the count of differing elements.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import types as T
 from ..compare import compare, is_float_dtype, mismatch_at
 from .registry import kernel
 
@@ -79,6 +83,37 @@ def _almost(op, actual, expected) -> tuple:
     return _record(op, mismatch_at(actual, expected, ~ok), extra)
 
 
+def failing_elements(name: str, attrs, actual: np.ndarray, expected: np.ndarray) -> np.ndarray | None:
+    """Element mask of what IREE's check op ``name`` (``check.iree_...``)
+    rejects, with the op's ``attrs``; None for other ops or shapes/types
+    that differ (the whole check fails)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if expected.shape != actual.shape and expected.size == 1:
+        expected = np.broadcast_to(expected, actual.shape)
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return None
+    short = name.removeprefix("check.iree_").removesuffix("_const")
+    if short == "expect_eq":
+        return compare_bits_differ(actual, expected)
+    if short != "expect_almost_eq":
+        return None
+    if not is_float_dtype(actual.dtype):
+        return actual != expected
+    atol = float(attrs.get("atol", DEFAULT_ATOL))
+    rtol = float(attrs.get("rtol", DEFAULT_RTOL))
+    if actual.dtype.kind == "c":
+        return ~(almost_equal(actual.real, expected.real, atol, rtol) & almost_equal(actual.imag, expected.imag,
+                                                                                      atol, rtol))
+    return ~almost_equal(actual, expected, atol, rtol)
+
+
+def compare_bits_differ(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Element mask: the bit patterns differ (``expect_eq``'s rule)."""
+    if is_float_dtype(actual.dtype):
+        return T.to_bits(actual) != T.to_bits(expected)
+    return actual != expected
+
+
 def _register(name: str, check) -> None:
     """``check.iree_<name>`` (two operands) and ``check.iree_<name>_const``
     (one operand and a ``value`` attribute)."""
@@ -122,3 +157,26 @@ def unfoldable_constant(op):
 def optimization_barrier(op, *operands):
     """The identity on any values (IREE's barrier also takes scalars)."""
     return tuple(operands)
+
+
+def _global_name(op) -> str:
+    g = op.attr("global")
+    return getattr(g, "name", str(g).lstrip("@"))
+
+
+@kernel("ml_program.global_load", "ml_program.global_load_const")
+def global_load(op):
+    """A module global's value: the last one stored in this run, else the
+    initial value (the function of the same name, see iree_format)."""
+    store = op.engine.state.setdefault("ml_program.globals", {})
+    name = _global_name(op)
+    if name not in store:
+        store[name] = np.asarray(op.call(name)[0])
+    return (store[name],)
+
+
+@kernel("ml_program.global_store")
+def global_store(op, value):
+    """Replace a module global's value for the rest of the run."""
+    op.engine.state.setdefault("ml_program.globals", {})[_global_name(op)] = np.asarray(value)
+    return ()

@@ -1,9 +1,12 @@
 """``custom_call`` targets of XLA and JAX exports beyond the linear algebra
 ones (spec.md#custom_call).
 
-- ``shape_assertion`` (JAX's shape-polymorphism guard): an error carrying the
+- ``shape_assertion`` (JAX's shape-polymorphism guard): when the predicate is
+  false, an error saying that the program's own assertion failed, with the
   assertion's ``error_message`` (its ``{0}``, ``{1}``, ... filled with the
-  remaining operands) when the predicate is false.
+  remaining operands) and how many predicate elements are false. A runtime
+  that ignores the custom call (IREE does) runs on; the program says it
+  must not.
 - Sharding annotations (``Sharding``, ``annotate_device_placement``,
   ``MoveToHost``/``MoveToDevice``, ``xla.sdy.FuncResultSharding``) are
   identities on values. ``SPMDFullToShardShape`` / ``SPMDShardToFullShape``
@@ -39,7 +42,8 @@ class ShapeAssertionError(ConformError):
 
 @custom_target("shape_assertion")
 def shape_assertion(op, pred, *values):
-    if bool(np.all(np.asarray(pred))):
+    pred = np.asarray(pred)
+    if bool(np.all(pred)):
         return ()
     msg = op.attr("error_message", "shape assertion failed")
     if isinstance(msg, bytes):
@@ -48,7 +52,10 @@ def shape_assertion(op, pred, *values):
         msg = msg.format(*(np.asarray(v).item() for v in values))
     except (IndexError, KeyError, ValueError):
         pass
-    raise ShapeAssertionError(f"shape_assertion failed at {op.loc}: {msg}")
+    false = f" ({int(np.count_nonzero(~pred.astype(bool)))} of {pred.size} predicate elements false)" \
+        if pred.size > 1 else ""
+    raise ShapeAssertionError(f"the program's assertion failed: stablehlo.custom_call @shape_assertion at "
+                              f"{op.loc}{false}: {msg}")
 
 
 @custom_target("Sharding", "annotate_device_placement", "MoveToHost", "MoveToDevice", "xla.sdy.FuncResultSharding")

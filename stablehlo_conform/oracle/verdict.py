@@ -28,7 +28,9 @@ element that still fails, the verdict is
   not (the evidence gives its ULP distance from the exact value);
 - ``both within bounds``: both are within the class (the check is stricter
   than the class);
-- ``spec silent``: the op's values are implementation-defined (``rng``), or
+- ``spec silent``: the op's values are implementation-defined (``rng``,
+  ``rng_bit_generator``: any checked value computed from them, of any type,
+  once what the spec does fix is found to hold; else ``backend wrong``), or
   the two differ only in the sign of a zero produced by a rounding op;
 
 and the test's verdict is the first of these that any element has.
@@ -48,6 +50,8 @@ import numpy as np
 from .. import types as T
 from ..compare import _almost_equal, is_float_dtype, ulp_distance
 from ..errors import ConformError
+from ..kernels import iree_check
+from ..kernels import random as rng_kernels
 from ..program import Block, Module, Op, Region, walk_ops
 from . import classes as C
 
@@ -539,11 +543,74 @@ def _max_ulp(d: np.ndarray) -> int | None:
     return int(f.max()) if f.size else None
 
 
+def implementation_why(op: Op) -> str:
+    """What a ``spec silent`` verdict on ``op``'s values says was checked."""
+    if op.name == "stablehlo.rng":
+        what = "shape, type and finiteness" if "NORMAL" in str(op.attrs.get("rng_distribution", "")) else \
+            "shape, type and range"
+        return f"implementation-defined: the spec leaves rng results to the backend; {what} checked"
+    if op.name == "stablehlo.rng_bit_generator":
+        return ("implementation-defined: the spec leaves the bits of rng_bit_generator to the backend; shape, "
+                "type, output state and determinism for the state checked")
+    return "implementation-defined values"
+
+
+def _failing_elements(op: Op, actual: np.ndarray, expected: np.ndarray) -> np.ndarray | None:
+    """Element mask of what a check op rejects (IREE's by IREE's rules);
+    None when the check is not element-wise or the shapes/types differ."""
+    if op.name.startswith("check.iree_"):
+        return iree_check.failing_elements(op.name, op.attrs, actual, expected)
+    rule, tol = check_rule(op)
+    if rule == "other" or actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return None
+    return ~np.asarray(own_ok(rule, tol, actual, expected), bool)
+
+
+def judge_implementation_defined(oracle: Oracle, op: Op, actual: np.ndarray, expected: np.ndarray,
+                                 ref_value: np.ndarray) -> dict[str, Any] | None:
+    """A failing check of a value computed from ops whose values the spec
+    leaves to the implementation (spec.md#rng, spec.md#rng_bit_generator):
+    ``spec silent`` when what the spec does fix holds (the program's shape
+    and type; for the op's own result: the shape operand, ``[a, b)`` of
+    ``UNIFORM``, the output state's type, the same bits for the same state),
+    else ``backend wrong`` naming what does not. None when the value does
+    not depend on such an op or the check passes."""
+    impl = [ev for ev in rounding_ops(oracle.rec, ref_value, oracle.profile)
+            if C.class_of(ev[0], oracle.profile).kind == C.IMPLEMENTATION]
+    if not impl:
+        return None
+    bad = _failing_elements(op, actual, expected)
+    if bad is None or not bad.any():  # passes, or not a check of elements this can tell
+        return None
+    rng_op, args, j = impl[0]
+    problems: list[str] = []
+    if actual.shape != ref_value.shape or actual.dtype != ref_value.dtype:
+        problems.append(f"the checked value is {actual.dtype}{list(actual.shape)}, the program says "
+                        f"{ref_value.dtype}{list(ref_value.shape)}")
+    elif oracle.rec.producer.get(id(ref_value), (None,))[0] is rng_op:
+        problems += rng_kernels.spec_fixed_problems(rng_op.name, rng_op.attrs, args, j, actual)
+        if rng_op.name == "stablehlo.rng_bit_generator":
+            again = [run_op(oracle.module, rng_op, args, j) for _ in range(2)]
+            if any(T.to_bits(a).tobytes() != T.to_bits(ref_value).tobytes() for a in again):
+                problems.append("the same initial state gave other bits (the spec demands a deterministic "
+                                "function of the state)")
+    verdict = BACKEND_WRONG if problems else SPEC_SILENT
+    n = int(bad.sum())
+    return {"loc": str(op.loc), "check": check_rule(op)[0], "passed": False, "elements": n,
+            "total": int(actual.size), "ops": [o.name for o, _a, _j in impl][:8],
+            "accuracy": C.AccuracyClass(C.IMPLEMENTATION).to_json(), "reference": "none", "verdict": verdict,
+            "why": "; ".join(problems) if problems else implementation_why(rng_op),
+            "counts": {verdict: n}}
+
+
 def judge_check(oracle: Oracle, k: int, op: Op, actual: np.ndarray, expected: np.ndarray,
                 ref_value: np.ndarray) -> dict[str, Any] | None:
     """None when the check passes by its own rule, else the evidence and the
     verdict of the elements that fail it (``passed``: the accuracy class
     accepts them all)."""
+    ev = judge_implementation_defined(oracle, op, actual, expected, ref_value)
+    if ev is not None:
+        return ev
     rule, tol = check_rule(op)
     if rule == "other" or actual.shape != expected.shape or actual.dtype != expected.dtype:
         return None
