@@ -7,6 +7,16 @@ program runs on the NumPy engine with a trace recording every op's inputs and
 outputs, then each op runs alone (a one-op module built from its generic
 text) on every backend with the recorded inputs, and the per-op results are
 compared.
+
+One judgement decides the per-op table, the outputs and the result: an op
+whose backends differ is judged against its exact result by its accuracy
+class (:mod:`stablehlo_conform.oracle.classes`; for a dot or convolution the
+precision its ``precision_config`` or ``algorithm`` allows), and its status
+is ``ok`` when every backend is within the bound, ``mismatch`` when one
+exceeds it. Outputs that differ beyond the type's budget while every op run
+alone is within its bound agree: the difference accumulated over the ops
+that made it, none of which exceeds its bound. An op that exceeds its bound
+makes the backends disagree, whatever the outputs show.
 """
 
 from __future__ import annotations
@@ -22,6 +32,9 @@ from .. import types as T
 from ..compare import DEFAULT_ULP, compare, is_float_dtype, ulp_distance
 from ..errors import ConformError
 from ..program import Func, Module, walk_ops
+
+CONTAINER_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite"})
+"""Ops whose values come from the ops of their regions (or callee): judged there."""
 
 SKIP_OPS = frozenset({
     "stablehlo.constant", "arith.constant", "func.return", "stablehlo.return", "func.call",
@@ -193,10 +206,35 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
     report["status"] = "disagree" if mismatch else ("incomplete" if failed else "agree")
     if opts.localise == "always" or (opts.localise == "auto" and not agree):
-        report["ops"] = localise(module, entry, args, runners, opts)
+        report["ops"], complete = _localise(module, entry, args, runners, opts)
         first = next((o for o in report["ops"] if o["status"] in ("mismatch", "crash")), None)
         report["first_divergence"] = first
+        _one_judgement(report, complete and not failed)
     return report
+
+
+def _one_judgement(report: dict[str, Any], complete: bool) -> None:
+    """The result from the per-op judgements: an op outside its bound makes the
+    backends disagree; outputs that differ while every op (all of them compared)
+    is within its bound agree, the difference accumulated over the ops that made it."""
+    wrong = [o for o in report["ops"] if o["status"] == "mismatch"]
+    if wrong:
+        report["status"] = "disagree"
+        v = wrong[0].get("verdict")
+        report["verdict"] = v["summary"] if v else f"{wrong[0]['op']} at {wrong[0]['loc']}: {wrong[0]['message']}"
+        return
+    if report["status"] != "disagree" or not complete or any(o["status"] == "crash" for o in report["ops"]):
+        return
+    differing = [o for o in report["ops"] if o.get("differs")]
+    n = len({(o["op"], o["loc"]) for o in differing})
+    note = f"accumulated over {n} op{'s' if n != 1 else ''}; no single op exceeds its bound"
+    bounds = sorted({f"{o['op']}: {o['judgement']}" for o in differing if o.get("judgement")})
+    report["status"] = "agree"
+    report["accumulated"] = note
+    report["verdict"] = f"agree: {note}" + (f" ({'; '.join(bounds)})" if bounds else "")
+    for o in report["outputs"]:
+        if o["status"] == "mismatch":
+            o.update(status="ok", note=note)
 
 
 # --------------------------------------------------------------------------- #
@@ -261,7 +299,14 @@ def _shapes_fit(op, op_args) -> bool:
 def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
              opts: DiffOptions) -> list[dict[str, Any]]:
     """Run every traced op alone on every backend; one record per op run."""
+    return _localise(module, entry, args, runners, opts)[0]
+
+
+def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
+              opts: DiffOptions) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`localise`, and whether every traced op run was compared."""
     from .. import frontend
+    from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_op
 
     registry = None
     for r in runners:
@@ -275,8 +320,11 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
     loaded: dict[str, Module] = {}
     seen: dict[int, int] = {}
     out: list[dict[str, Any]] = []
+    complete = True
+    containers: list[tuple[Any, dict]] = []
     for op, op_args, _ in events:
         if len(out) >= opts.max_ops:
+            complete = False
             break
         k = seen.get(id(op), 0)
         if k >= opts.per_op_limit:
@@ -326,12 +374,38 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
                                 f"{worst['message']}") if worst["status"] != "ok" else "")
             if worst.get("accuracy"):
                 rec["accuracy"] = worst["accuracy"]
-        if rec["status"] == "mismatch":
-            from ..oracle.verdict import judge_op
+            rec["differs"] = worst["max_ulp"] not in (None, 0)
+        if op.name in CONTAINER_OPS:
+            if rec["status"] == "mismatch":
+                containers.append((op, rec))
+            continue
+        cls = accuracy[0][0] if accuracy else None
+        if rec["status"] == "mismatch" or (rec.get("differs") and cls is not None and cls.algorithms):
+            v = rec["verdict"] = judge_op(module, op, op_args, {lb: v for lb, (st, v) in got.items() if st == "ok"},
+                                          opts.extra.get("_profile"))
+            judged = [f"{lb} {b['judgement']}" for lb, b in v["backends"].items()
+                      if b.get("judgement") and lb != runners[0].label]
+            if judged:
+                rec["judgement"] = "; ".join(judged)
+            if v["verdict"] == BOTH_WITHIN:
+                rec["status"] = "ok"
+            elif v["verdict"] == BACKEND_WRONG:
+                rec["status"] = "mismatch"
+                rec["message"] = v["summary"]
+            if rec["status"] == "ok":
+                del rec["verdict"]
+    _judge_containers(containers, out)
+    return out, complete
 
-            rec["verdict"] = judge_op(module, op, op_args, {lb: v for lb, (st, v) in got.items() if st == "ok"},
-                                      opts.extra.get("_profile"))
-    return out
+
+def _judge_containers(containers: list[tuple[Any, dict]], out: list[dict[str, Any]]) -> None:
+    """A loop, conditional or call whose results differ while the ops of its
+    body were compared and differ within their bounds: the difference is theirs."""
+    for op, rec in containers:
+        inner = {(o.name, str(o.loc)) for r in op.regions for o in walk_ops(r)}
+        body = [o for o in out if (o["op"], o["loc"]) in inner]
+        if body and any(o.get("differs") for o in body) and all(o["status"] in ("ok", "skipped") for o in body):
+            rec.update(status="ok", judgement="differences made by the ops of its body, each within its bound")
 
 
 def _op_accuracy(module: Module, op, op_args, base_value, opts) -> list[tuple] | None:
@@ -372,6 +446,10 @@ def format_report(report: dict[str, Any]) -> list[str]:
         if run["status"] != "ok":
             lines.append(f"{label}: {run['status'].upper()}: {run['message']}")
     for o in report["outputs"]:
+        if o.get("note"):
+            lines.append(f"output {o['index']} {o['type']}: {o['backend']} vs {o['against']}: "
+                         f"{_fmt_num(o)}  ok: {o['note']} ({o['message']})")
+            continue
         lines.append(f"output {o['index']} {o['type']}: {o['backend']} vs {o['against']}: "
                      f"{_fmt_num(o)}  {o['status'].upper() if o['status'] != 'ok' else 'ok'}"
                      + (f"  {o['message']}" if o["message"] else ""))
@@ -384,12 +462,16 @@ def format_report(report: dict[str, Any]) -> list[str]:
             ulp = "-" if o["max_ulp"] is None else str(o["max_ulp"])
             ab = "-" if o["max_abs"] is None else f"{o['max_abs']:.3g}"
             status = o["status"] if o["status"] != "mismatch" else "MISMATCH"
+            if o.get("judgement") and o.get("differs"):
+                status += f" ({o['judgement']})"
             lines.append(f"{o['op']:<34} {_short(o['loc']):<34} {ulp:>8} {ab:>10}  {status}{mark}")
     if report.get("first_divergence"):
         fd = report["first_divergence"]
         lines.append(f"\nfirst diverging op: {fd['op']} at {fd['loc']}: {fd['message']}")
         if fd.get("verdict"):
             lines.append(f"verdict: {fd['verdict']['summary']}")
+    elif report.get("verdict"):
+        lines.append(f"\nverdict: {report['verdict']}")
     failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
     if report["status"] == "incomplete":
         lines.append(f"\nresult: {', '.join(failed)} did not run; the other backends agree")
