@@ -346,3 +346,50 @@ def test_cli_diff_and_probe(env, tmp_path):
     assert p.returncode == 1 and "EXCEEDS" in p.stdout, p.stdout
     p = conform(["probe-precision", "no-such-backend"], env, tmp_path)
     assert p.returncode == 2 and "unknown backend" in p.stderr and "Traceback" not in p.stderr
+
+
+# --------------------------------------------------------------------------- #
+# result_accuracy, the same way
+# --------------------------------------------------------------------------- #
+
+
+def exp_with(attr: str) -> str:
+    return f"""func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %r = "stablehlo.exponential"(%x) {{result_accuracy = #stablehlo.result_accuracy<{attr}>}} : (tensor<8xf32>) -> tensor<8xf32>
+  func.return %r : tensor<8xf32>
+}}
+"""
+
+
+def exp_off_by(n: int):
+    from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
+    from stablehlo_conform.kernels.registry import load_all
+
+    def planted(op, x):
+        y = np.exp(x.astype(np.float64)).astype(x.dtype)
+        for _ in range(n):
+            y = np.nextafter(y, np.float32(np.inf))
+        return (y,)
+
+    b = NumpyBackend(load_all().with_overrides({"stablehlo.exponential": planted}))
+    b.name = f"exp+{n}"
+    return b
+
+
+@pytest.mark.parametrize("attr, off, status, judgement", [
+    ("atol = 0.0, rtol = 0.0, ulps = 4, mode = #stablehlo.result_accuracy_mode<TOLERANCE>", 3, "agree", None),
+    ("atol = 0.0, rtol = 0.0, ulps = 2, mode = #stablehlo.result_accuracy_mode<TOLERANCE>", 3, "disagree",
+     "exp+3 exceeds result_accuracy TOLERANCE (atol=0, rtol=0, ulps=2)"),
+    ("mode = #stablehlo.result_accuracy_mode<HIGHEST>", 1, "disagree",
+     "exp+1 exceeds result_accuracy HIGHEST (correctly rounded)"),
+])
+def test_diff_holds_ops_to_their_result_accuracy(attr, off, status, judgement):
+    # 1 and 3 ULP are within the f32 budget of 4: the outputs alone would agree
+    (m,) = load(exp_with(attr))
+    x = np.linspace(-3, 3, 8).astype(F32)
+    rep = diff.diff_program(m, "main", ["numpy", exp_off_by(off)], [x], OPTS)
+    assert rep["outputs"][0]["max_ulp"] <= 4
+    assert rep["status"] == status, diff.format_report(rep)
+    if judgement:
+        assert judgement in rep["first_divergence"]["verdict"]["summary"]
+        assert judgement in rep["verdict"]

@@ -205,7 +205,10 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     mismatch = any(o["status"] != "ok" for o in report["outputs"])
     failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
     report["status"] = "disagree" if mismatch else ("incomplete" if failed else "agree")
-    if opts.localise == "always" or (opts.localise == "auto" and not agree):
+    from ..oracle.verdict import needs_oracle
+
+    # a program asking for result_accuracy is held to it op by op, whatever the budget says
+    if opts.localise == "always" or (opts.localise == "auto" and (not agree or needs_oracle(module))):
         report["ops"], complete = _localise(module, entry, args, runners, opts)
         first = next((o for o in report["ops"] if o["status"] in ("mismatch", "crash")), None)
         report["first_divergence"] = first
@@ -380,7 +383,10 @@ def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: l
                 containers.append((op, rec))
             continue
         cls = accuracy[0][0] if accuracy else None
-        if rec["status"] == "mismatch" or (rec.get("differs") and cls is not None and cls.algorithms):
+        # an op whose program states its bound (precision, algorithm, result_accuracy) is judged
+        # against the exact result as soon as its backends differ
+        stated = cls is not None and (bool(cls.algorithms) or cls.source == "result_accuracy")
+        if rec["status"] == "mismatch" or (rec.get("differs") and stated):
             v = rec["verdict"] = judge_op(module, op, op_args, {lb: v for lb, (st, v) in got.items() if st == "ok"},
                                           opts.extra.get("_profile"))
             judged = [f"{lb} {b['judgement']}" for lb, b in v["backends"].items()

@@ -135,7 +135,13 @@ class AccuracyClass:
         return self.algorithms[-1][1] if self.algorithms else 0.0
 
     def bound_name(self) -> str:
-        """``DEFAULT precision (bf16)``, ``HIGHEST (f32)``, ``algorithm tf32 x tf32 -> f32``."""
+        """``DEFAULT precision (bf16)``, ``HIGHEST (f32)``, ``algorithm tf32 x tf32 -> f32``,
+        ``result_accuracy TOLERANCE (atol=0, rtol=0, ulps=2)``, ``result_accuracy HIGHEST
+        (correctly rounded)``; ``""`` for a class the program does not ask for."""
+        if self.source == "result_accuracy":
+            if self.kind == TOLERANCE:
+                return f"result_accuracy TOLERANCE (atol={self.atol:g}, rtol={self.rtol:g}, ulps={self.ulps:g})"
+            return "result_accuracy HIGHEST (correctly rounded)"
         if not self.algorithms:
             return ""
         loosest = self.algorithms[-1][0]
@@ -148,7 +154,8 @@ class AccuracyClass:
         allowed one) is: ``within DEFAULT precision (tf32)``, ``exceeds HIGHEST (f32)``,
         ``exceeds every algorithm DEFAULT may use (bf16)``."""
         if not self.algorithms:
-            return "within the class" if fit else "exceeds the class"
+            name = self.bound_name() or self.describe()
+            return f"within {name}" if fit is not None else f"exceeds {name}"
         if fit is not None:
             if self.precision == "algorithm":
                 return f"within algorithm {fit}"
@@ -180,6 +187,8 @@ class AccuracyClass:
         if self.algorithms:
             d.update(precision=self.precision, allowed=[n for n, _e in self.algorithms],
                      input_error=self.input_error, bound=self.bound_name())
+        elif self.source == "result_accuracy":
+            d["bound"] = self.bound_name()
         return d
 
 

@@ -443,6 +443,8 @@ def _note(backends: dict, lb: str, v: np.ndarray, ref: Reference) -> None:
     b = backends.setdefault(lb, {"within": True, "max_ulp_from_exact": 0})
     b["within"] &= fit is not None
     b["max_ulp_from_exact"] = None if d is None or b["max_ulp_from_exact"] is None else max(b["max_ulp_from_exact"], d)
+    if ref.cls.source == "result_accuracy":
+        b["judgement"] = ref.cls.judgement("" if b["within"] else None)
     if ref.cls.algorithms:
         names = [n for n, _e in ref.cls.algorithms]
         was = b.get("fit", names[0])
@@ -454,10 +456,11 @@ def _note(backends: dict, lb: str, v: np.ndarray, ref: Reference) -> None:
 
 
 def _describe_backend(lb: str, b: dict) -> str:
-    if "judgement" in b:
+    if "fit" in b:
         rel = b.get("error_of_magnitude")
         return f"{lb} {b['judgement']}" + (f" (max |error| = {rel:.3g} x sum|a_i b_i|)" if rel is not None else "")
-    return f"{lb} {_fmt(b['max_ulp_from_exact'])} ULP from exact"
+    return f"{lb} " + (f"{b['judgement']}, " if "judgement" in b else "") + \
+        f"{_fmt(b['max_ulp_from_exact'])} ULP from exact"
 
 
 def _backends_verdict(what: str, cls: C.AccuracyClass, backends: dict, method: str, why: str) -> dict[str, Any]:
@@ -621,7 +624,7 @@ def judge_check(oracle: Oracle, k: int, op: Op, actual: np.ndarray, expected: np
         d_g = np.abs(expected.astype(np.int64) - exact.astype(np.int64)).astype(np.uint64)
         d_b = np.abs(actual.astype(np.int64) - exact.astype(np.int64)).astype(np.uint64)
     ev.update(verdict=verdict, counts=counts, golden_ulp=_max_ulp(d_g[bad]), backend_ulp=_max_ulp(d_b[bad]))
-    if ref.cls.algorithms:  # a dot: which allowed algorithm the backend's value is within
+    if ref.cls.algorithms or ref.cls.source == "result_accuracy":  # the bound the program asked for
         ev["judgement"] = ref.cls.judgement(C.fit(actual, exact, ref.cls, ref.magnitude, ref.factor))
     examples = []
     worst = np.argwhere(bad & (per == per_bad.min()))
