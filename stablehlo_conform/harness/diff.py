@@ -397,7 +397,7 @@ def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: l
                 rec["status"] = "ok"
             elif v["verdict"] == BACKEND_WRONG:
                 rec["status"] = "mismatch"
-                rec["message"] = v["summary"]
+                rec["message"] = rec["message"] or f"{', '.join(v['wrong'])} outside the op's bound"
             if rec["status"] == "ok":
                 del rec["verdict"]
     _judge_containers(containers, out)
