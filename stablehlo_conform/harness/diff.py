@@ -36,6 +36,8 @@ from ..program import Func, Module, walk_ops
 CONTAINER_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite"})
 """Ops whose values come from the ops of their regions (or callee): judged there."""
 
+LANES = "operands are lanes of a region body"  # the op that owns the region is compared as a whole
+
 SKIP_OPS = frozenset({
     "stablehlo.constant", "arith.constant", "func.return", "stablehlo.return", "func.call",
     "chlo.return", "stablehlo.optimization_barrier",
@@ -230,6 +232,13 @@ def _one_judgement(report: dict[str, Any], complete: bool) -> None:
         return
     differing = [o for o in report["ops"] if o.get("differs")]
     n = len({(o["op"], o["loc"]) for o in differing})
+    alone = [o for o in report["ops"] if o["status"] == "skipped" and o["message"] != LANES]
+    if not n or alone:  # what no op run alone shows may hide in one that could not run alone
+        names = sorted({o["op"] for o in alone})
+        report["verdict"] = ("disagree: no op run alone exceeds its bound, " +
+                             (f"but {', '.join(names)} could not run alone" if names else
+                              "and none differs: the difference comes from running the program as a whole"))
+        return
     note = f"accumulated over {n} op{'s' if n != 1 else ''}; no single op exceeds its bound"
     bounds = sorted({f"{o['op']}: {o['judgement']}" for o in differing if o.get("judgement")})
     report["status"] = "agree"
@@ -337,12 +346,14 @@ def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: l
                                "max_ulp": None, "max_abs": None, "message": ""}
         out.append(rec)
         if not _shapes_fit(op, op_args):
-            rec.update(status="skipped", message="operands are lanes of a region body")
+            rec.update(status="skipped", message=LANES)
             continue
         i = index.get(id(op))
         text = one_op_text(op, texts[i]) if i is not None and i < len(texts) else None
         if text is None:
             rec.update(status="skipped", message="op cannot run alone")
+            if op.name in CONTAINER_OPS:
+                containers.append((op, rec))
             continue
         mod = loaded.get(text)
         if mod is None:
@@ -350,6 +361,8 @@ def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: l
                 mod = loaded[text] = frontend.load_text(text, f"<{op.name}>")[0]
             except ConformError as e:
                 rec.update(status="skipped", message=f"op cannot run alone: {str(e).splitlines()[0][:200]}")
+                if op.name in CONTAINER_OPS:
+                    containers.append((op, rec))
                 continue
         got: dict[str, Any] = {}
         for r in runners:
@@ -405,8 +418,9 @@ def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: l
 
 
 def _judge_containers(containers: list[tuple[Any, dict]], out: list[dict[str, Any]]) -> None:
-    """A loop, conditional or call whose results differ while the ops of its
-    body were compared and differ within their bounds: the difference is theirs."""
+    """A loop, conditional or call whose results differ (or that cannot run
+    alone) while the ops of its body were compared and differ within their
+    bounds: the difference is theirs."""
     for op, rec in containers:
         inner = {(o.name, str(o.loc)) for r in op.regions for o in walk_ops(r)}
         body = [o for o in out if (o["op"], o["loc"]) in inner]
@@ -468,7 +482,7 @@ def format_report(report: dict[str, Any]) -> list[str]:
             ulp = "-" if o["max_ulp"] is None else str(o["max_ulp"])
             ab = "-" if o["max_abs"] is None else f"{o['max_abs']:.3g}"
             status = o["status"] if o["status"] != "mismatch" else "MISMATCH"
-            if o.get("judgement") and o.get("differs"):
+            if o.get("judgement") and (o.get("differs") or o["op"] in CONTAINER_OPS):
                 status += f" ({o['judgement']})"
             lines.append(f"{o['op']:<34} {_short(o['loc']):<34} {ulp:>8} {ab:>10}  {status}{mark}")
     if report.get("first_divergence"):
