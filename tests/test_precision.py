@@ -403,3 +403,32 @@ def test_diff_holds_ops_to_their_result_accuracy(attr, off, status, judgement):
     if judgement:
         assert judgement in rep["first_divergence"]["verdict"]["summary"]
         assert judgement in rep["verdict"]
+
+
+def test_no_agreement_when_no_op_run_alone_explains_the_difference():
+    # a backend whose loops go wrong as a whole; the loop calls a function so it cannot run alone,
+    # and the ops of its body run alone agree: the difference is unexplained, the backends disagree
+    from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
+    from stablehlo_conform.kernels.registry import load_all
+
+    base = load_all()
+
+    def while_(op, *args):
+        out = base.lookup("stablehlo.while")(op, *args)
+        return tuple(o * o.dtype.type(1.001) if o.dtype == np.float32 else o for o in out)
+
+    b = NumpyBackend(base.with_overrides({"stablehlo.while": while_}))
+    b.name = "bad-loop"
+    (m,) = load(export("DEFAULT", "rnn"))
+    f = diff.entry_of(m, None)
+    rep = diff.diff_program(m, f.name, ["numpy", b], inputs.random_inputs(f, seed=4), OPTS)
+    assert rep["status"] == "disagree", diff.format_report(rep)
+    assert rep["verdict"] == "disagree: no op run alone exceeds its bound, but stablehlo.while could not run alone"
+
+
+def test_a_chain_of_ops_through_a_default_dot_allows_its_input_error():
+    exp = C.AccuracyClass(C.ULP, 1)
+    highest = C.chain_class([C.class_of(dot_op("HIGHEST")), exp])
+    default = C.chain_class([C.class_of(dot_op("DEFAULT")), exp])
+    assert highest.ulps == 2 + 1  # K ULP for the dot, 1 for exp
+    assert default.ulps == 2 + 1 + (2.0 ** -6 + 2.0 ** -14) * 2.0 ** 23  # and bf16's input error, in ULP of f32

@@ -454,14 +454,15 @@ def class_of(op, profile: Profile | None = None) -> AccuracyClass:
 def chain_class(classes: list[AccuracyClass]) -> AccuracyClass:
     """The class of a value computed by several rounding ops in a row: their
     ULP bounds add up (each counted as at least 1 ULP, an accumulating op as
-    K ULP). A heuristic, not a bound: cancellation between the ops can make
-    the error of the whole larger in ULP of the result."""
+    K ULP, a dot op also its allowed input error in ULP of f32, the type the
+    precision levels govern). A heuristic, not a bound: cancellation between
+    the ops can make the error of the whole larger in ULP of the result."""
     if len(classes) == 1:
         return classes[0]
     if any(c.kind == IMPLEMENTATION for c in classes):
         return AccuracyClass(IMPLEMENTATION, source="chain")
     total = sum(max(1.0, c.ulps) for c in classes if c.kind in (ULP, TOLERANCE))
-    total += sum(max(1, c.k) for c in classes if c.kind == ACCUMULATE)
+    total += sum(max(1, c.k) + c.input_error * 2.0 ** 23 for c in classes if c.kind == ACCUMULATE)
     return AccuracyClass(ULP, total, source="chain")
 
 
