@@ -354,6 +354,15 @@ def test_cli_diff_and_probe(env, tmp_path):
     prof.write_text('[precision]\nDEFAULT = "f32"\n')
     p = conform(["probe-precision", "tf32-default", "--accuracy-profile", prof, "--no-algorithms"], env, tmp_path)
     assert p.returncode == 1 and "EXCEEDS" in p.stdout, p.stdout
+    # the same vendor's diff: TF32 at DEFAULT is now outside what it declared
+    p = conform(["diff", "attention_DEFAULT.mlir", "--backends", "numpy,tf32-default", "--accuracy-profile", prof],
+                env, tmp_path)
+    assert p.returncode == 1 and "tf32-default exceeds DEFAULT precision (f32)" in p.stdout, p.stdout
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[precision]\nDEFAULT = "fp19"\n')
+    p = conform(["diff", "attention_DEFAULT.mlir", "--backends", "numpy,tf32-default", "--accuracy-profile", bad],
+                env, tmp_path)
+    assert p.returncode == 2 and "fp19" in p.stderr and "Traceback" not in p.stderr, p.stderr
     p = conform(["probe-precision", "no-such-backend"], env, tmp_path)
     assert p.returncode == 2 and "unknown backend" in p.stderr and "Traceback" not in p.stderr
 
