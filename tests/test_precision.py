@@ -441,3 +441,17 @@ def test_a_chain_of_ops_through_a_default_dot_allows_its_input_error():
     default = C.chain_class([C.class_of(dot_op("DEFAULT")), exp])
     assert highest.ulps == 2 + 1  # K ULP for the dot, 1 for exp
     assert default.ulps == 2 + 1 + (2.0 ** -6 + 2.0 ** -14) * 2.0 ** 23  # and bf16's input error, in ULP of f32
+
+
+def test_fuzz_judges_differing_outputs_op_by_op(env, monkeypatch):
+    # program 215 of seed 0 is an f32 convolution: TF32 at DEFAULT differs beyond the budget, within the bound
+    from stablehlo_conform.harness.fuzz import run_campaign
+    from stablehlo_conform.harness.fuzzgen import generate
+
+    assert generate(0, 215).ops == ["stablehlo.convolution"] and generate(0, 215).element_types == ["f32"]
+    monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])  # the isolated children find the plugin backends
+    doc = run_campaign(0, 216, ["numpy", "tf32-default"], None, shard=None, reduce=False)
+    rec = doc["results"][215]
+    assert rec["status"] == "pass", rec
+    assert "verdict: agree: accumulated over 1 op; no single op exceeds its bound" in rec["message"]
+    assert "within DEFAULT precision (tf32)" in rec["message"]

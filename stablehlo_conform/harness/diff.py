@@ -218,6 +218,34 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     return report
 
 
+class IsolatedRunner:
+    """A backend of :func:`diff_program` whose every call runs in the backend's
+    child process of an :class:`~.reduce.IsolatedBackends` (a crash ends the call)."""
+
+    def __init__(self, runners: Any, name: str):
+        self.runners = runners
+        self.name = name
+
+    def run_function(self, module: Module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
+        o = self.runners.outcome(self.name, module.text, list(args), func_name)
+        if o["status"] != "ok":
+            e = ConformError(o["message"])
+            e.status = o["status"]
+            raise e
+        return tuple(o["values"])
+
+
+def judge_isolated(text: str, args: Sequence[np.ndarray], runners: Any, entry: str = "main",
+                   timeout: float | None = 60.0) -> dict[str, Any]:
+    """The report of :func:`diff_program` (one judgement of outputs and ops) for
+    a program whose backends run isolated (``runners``: an ``IsolatedBackends``)."""
+    from .. import frontend
+
+    module = frontend.load_text(text, "<program>")[0]
+    backends = [IsolatedRunner(runners, b) for b in runners.backends]
+    return diff_program(module, entry, backends, list(args), DiffOptions(timeout=timeout))
+
+
 def _one_judgement(report: dict[str, Any], complete: bool) -> None:
     """The result from the per-op judgements: an op outside its bound makes the
     backends disagree; outputs that differ while every op (all of them compared)
