@@ -48,7 +48,7 @@ class ProbeRow:
     """What one level (or algorithm) of one backend did."""
 
     what: str  # DEFAULT | HIGH | HIGHEST | algorithm NAME
-    status: str = "ok"  # ok | EXCEEDS | FALLBACK | rejected | error
+    status: str = "ok"  # ok | other (more accurate than an algorithm asked) | EXCEEDS | FALLBACK | rejected | error
     observed: str = ""  # the algorithm the products fit
     max_error: float | None = None  # largest relative product error
     rounding: str = ""  # nearest | toward zero
@@ -152,7 +152,8 @@ def probe(backend: Any, levels: dict[str, str] | None = None, opts: Any = None,
             if got < want:
                 row.status, row.note = "FALLBACK", "less accurate than the algorithm asked: a silent fallback"
             elif got > want:
-                row.note = "more accurate than the algorithm asked (another algorithm)"
+                row.status = "other"
+                row.note = "more accurate than asked, so not the algorithm named; not a failure"
         elif got < want:
             row.status, row.note = "EXCEEDS", f"less accurate than the {expected} declared for {what}"
     return rows
