@@ -456,3 +456,28 @@ def test_fuzz_judges_differing_outputs_op_by_op(env, monkeypatch):
     assert rec["status"] == "pass", rec
     assert "verdict: agree: accumulated over 1 op; no single op exceeds its bound" in rec["message"]
     assert "within DEFAULT precision (tf32)" in rec["message"]
+
+
+def test_ragged_dot_and_dot_follow_their_precision():
+    ragged = """func.func @main(%a: tensor<5x4xf32>, %b: tensor<2x4x3xf32>, %g: tensor<2xi64>) -> tensor<5x3xf32> {
+  %r = "chlo.ragged_dot"(%a, %b, %g) {
+    ragged_dot_dimension_numbers = #chlo.ragged_dot<
+      lhs_batching_dimensions = [], rhs_batching_dimensions = [],
+      lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1],
+      lhs_ragged_dimensions = [0], rhs_group_dimensions = [0]>,
+    precision_config = [#chlo<precision HIGHEST>, #chlo<precision HIGHEST>]
+  } : (tensor<5x4xf32>, tensor<2x4x3xf32>, tensor<2xi64>) -> tensor<5x3xf32>
+  func.return %r : tensor<5x3xf32>
+}"""
+    (mod,) = frontend.load_text(ragged)
+    (op,) = [o for o in walk_ops(mod.funcs["main"].body) if o.name == "chlo.ragged_dot"]
+    cls = C.class_of(op)
+    assert (cls.kind, cls.k, cls.precision, cls.algorithms) == (C.ACCUMULATE, 4, "HIGHEST", (("f32", 0.0),))
+    dot = """func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = "stablehlo.dot"(%a, %b) {precision_config = [#stablehlo<precision HIGH>, #stablehlo<precision HIGHEST>]} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}"""
+    (mod,) = frontend.load_text(dot)
+    (op,) = [o for o in walk_ops(mod.funcs["main"].body) if o.name == "stablehlo.dot"]
+    cls = C.class_of(op)  # the less accurate of the two operands' levels
+    assert (cls.k, cls.precision, cls.bound_name()) == (3, "HIGH", "HIGH precision (bf16_3x)")

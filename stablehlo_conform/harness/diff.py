@@ -31,6 +31,7 @@ import numpy as np
 from .. import types as T
 from ..compare import DEFAULT_ULP, compare, is_float_dtype, ulp_distance
 from ..errors import ConformError
+from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_op, needs_oracle
 from ..program import Func, Module, walk_ops
 
 CONTAINER_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite"})
@@ -207,8 +208,6 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     mismatch = any(o["status"] != "ok" for o in report["outputs"])
     failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
     report["status"] = "disagree" if mismatch else ("incomplete" if failed else "agree")
-    from ..oracle.verdict import needs_oracle
-
     # a program asking for result_accuracy is held to it op by op, whatever the budget says
     if opts.localise == "always" or (opts.localise == "auto" and (not agree or needs_oracle(module))):
         report["ops"], complete = _localise(module, entry, args, runners, opts)
@@ -346,7 +345,6 @@ def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: l
               opts: DiffOptions) -> tuple[list[dict[str, Any]], bool]:
     """:func:`localise`, and whether every traced op run was compared."""
     from .. import frontend
-    from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_op
 
     registry = None
     for r in runners:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .diff import judge_isolated
 from .fuzzgen import Program, generate
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)")
@@ -115,7 +116,6 @@ def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | 
                  reduce: bool = True, log: Callable[[str], None] = lambda _s: None) -> dict[str, Any]:
     """Run programs ``indices(count, shard)`` of ``seed``; returns the
     results document (``results``, ``summary``, ``fuzz``, ``shard``)."""
-    from .diff import judge_isolated
     from .reduce import IsolatedBackends
     from .shard import indices, shard_info
 

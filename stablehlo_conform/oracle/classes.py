@@ -370,9 +370,7 @@ def accumulation_length(op) -> int:
     name = op.name
     shape = [tuple(t.shape) if isinstance(t, T.TensorType) else () for t in op.operand_types]
     if name == "chlo.ragged_dot":
-        from ..kernels.chlo_misc import _ragged_dims
-
-        contracting = list(_ragged_dims(op)["lhs_contracting_dimensions"])
+        contracting = list(P.ragged_contracting(op))
         return int(np.prod([shape[0][d] for d in contracting])) if contracting else 1
     if name in ("stablehlo.dot_general", "stablehlo.dot"):
         dims = op.attrs.get("dot_dimension_numbers")

@@ -30,6 +30,7 @@ exactly that algorithm.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -180,6 +181,15 @@ def level_of(op: Any) -> str:
     names = [n.rsplit(" ", 1)[-1].strip(">") for n in names]
     known = [n for n in names if n in LEVELS]
     return min(known, key=LEVELS.index) if known else "DEFAULT"
+
+
+def ragged_contracting(op: Any) -> tuple[int, ...]:
+    """``lhs_contracting_dimensions`` of a ``chlo.ragged_dot`` (a record, or its text)."""
+    dn = op.attrs.get("ragged_dot_dimension_numbers")
+    if hasattr(dn, "get") and not isinstance(dn, str):
+        return tuple(int(v) for v in (dn.get("lhs_contracting_dimensions", ()) or ()))
+    m = re.search(r"lhs_contracting_dimensions\s*=\s*\[([^\]]*)\]", str(dn))
+    return tuple(int(v) for v in m.group(1).replace(" ", "").split(",") if v) if m else ()
 
 
 def _element_name(op: Any) -> str:
