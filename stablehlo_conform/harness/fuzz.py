@@ -74,7 +74,8 @@ def _judged(judge: Callable[[], dict] | None) -> dict | None:
     if judge is None:
         return None
     try:
-        return judge()
+        with np.errstate(all="ignore"):  # special values on purpose: the trace meets NaN and infinity
+            return judge()
     except Exception:  # judging never changes what the outputs showed
         return None
 
