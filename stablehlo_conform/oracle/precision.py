@@ -85,9 +85,6 @@ class Algorithm:
             u = max(u, 2.0 ** -min(self.lhs_bits, self.rhs_bits))
         return u
 
-    def describe(self) -> str:
-        return self.name
-
 
 def _residual(operand_bits: int, precision_bits: int, components: int) -> float:
     """Relative error of one component (0 when the operand type fits the precision)."""
