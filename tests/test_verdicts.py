@@ -81,7 +81,9 @@ REDUCE = """func.func @main(%a: tensor<4x6xf32>) -> (tensor<4xf32>, tensor<4xf32
 
 
 def test_classes_of_ops():
-    assert C.class_of(op_named(DOT, "stablehlo.dot_general")) == C.AccuracyClass(C.ACCUMULATE, k=5)
+    dot = C.class_of(op_named(DOT, "stablehlo.dot_general"))  # no precision_config: DEFAULT
+    assert (dot.kind, dot.k, dot.precision) == (C.ACCUMULATE, 5, "DEFAULT")
+    assert [n for n, _e in dot.algorithms] == ["f32", "bf16_6x", "tf32_3x", "bf16_3x", "tf32", "bf16"]
     (mod,) = frontend.load_text(REDUCE)
     add, mx = [op for op in walk_ops(mod.funcs["main"].body) if op.name == "stablehlo.reduce"]
     assert C.class_of(add).kind == C.ACCUMULATE and C.class_of(add).k == 7  # six terms and the init value
@@ -232,11 +234,11 @@ def test_one_ulp_kernel_error_within_the_class_passes(tmp_path):
     assert rec["status"] == "pass"
 
 
-def dot_program(golden: float) -> str:
+def dot_program(golden: float, precision: str = "HIGHEST") -> str:
     return f"""func.func @dot_test() {{
   %a = stablehlo.constant dense<[[1.0e+08, 1.0, -1.0e+08]]> : tensor<1x3xf32>
   %b = stablehlo.constant dense<[1.0, 1.0, 1.0]> : tensor<3xf32>
-  %r = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<1x3xf32>, tensor<3xf32>) -> tensor<1xf32>
+  %r = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0], precision = [{precision}, {precision}] : (tensor<1x3xf32>, tensor<3xf32>) -> tensor<1xf32>
   check.expect_almost_eq_const %r, dense<[{golden!r}]> : tensor<1xf32>
   func.return
 }}
@@ -250,8 +252,20 @@ def test_dot_general_bound_grows_with_the_operands(tmp_path):
     assert rec["status"] == "fail"
     c = rec["verdict"]["checks"][0]
     assert rec["verdict"]["verdict"] == "golden wrong" and c["accuracy"] == {
-        "kind": "accumulate", "source": "default", "k": 3, "reduction": "sum"}
+        "kind": "accumulate", "source": "default", "k": 3, "reduction": "sum", "precision": "HIGHEST",
+        "allowed": ["f32"], "input_error": 0.0, "bound": "HIGHEST (f32)"}
     assert c["reference"] == "float64" and c["examples"][0]["exact"] == 1.0
+    assert "(HIGHEST (f32), reference float64)" in rec["verdict"]["summary"]
+
+
+def test_dot_general_bound_at_default_admits_bf16_operands(tmp_path):
+    # DEFAULT (no profile) allows bf16 operands: input error (1 + 2^-7)^2 - 1 = 0.01568603515625 per
+    # product, bound (0.01568603515625 + gamma_3) * (2e8 + 1) = 3137243 (+1 ULP of the result); the check
+    # compares two values each of which may be off by it: 6274486 apart at most
+    assert run_text(tmp_path, dot_program(6.2e6, "DEFAULT"), "near.mlir")["status"] == "pass"
+    rec = run_text(tmp_path, dot_program(6.3e6, "DEFAULT"), "far.mlir")
+    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "golden wrong"
+    assert rec["verdict"]["checks"][0]["accuracy"]["bound"] == "DEFAULT precision (bf16)"
 
 
 def test_integer_failure_blames_the_golden(tmp_path):

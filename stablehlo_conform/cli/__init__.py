@@ -18,7 +18,7 @@ def main() -> None:
 
 
 # Each module holds its commands in COMMANDS; the order is the help's order.
-_COMMAND_MODULES = ("run", "eval", "reduce", "fuzz", "report", "triage", "info", "plugin", "accuracy")
+_COMMAND_MODULES = ("run", "eval", "reduce", "fuzz", "report", "triage", "info", "plugin", "accuracy", "probe")
 
 
 def _register_commands() -> None:

@@ -7,6 +7,16 @@ program runs on the NumPy engine with a trace recording every op's inputs and
 outputs, then each op runs alone (a one-op module built from its generic
 text) on every backend with the recorded inputs, and the per-op results are
 compared.
+
+One judgement decides the per-op table, the outputs and the result: an op
+whose backends differ is judged against its exact result by its accuracy
+class (:mod:`stablehlo_conform.oracle.classes`; for a dot or convolution the
+precision its ``precision_config`` or ``algorithm`` allows), and its status
+is ``ok`` when every backend is within the bound, ``mismatch`` when one
+exceeds it. Outputs that differ beyond the type's budget while every op run
+alone is within its bound agree: the difference accumulated over the ops
+that made it, none of which exceeds its bound. An op that exceeds its bound
+makes the backends disagree, whatever the outputs show.
 """
 
 from __future__ import annotations
@@ -21,7 +31,13 @@ import numpy as np
 from .. import types as T
 from ..compare import DEFAULT_ULP, compare, is_float_dtype, ulp_distance
 from ..errors import ConformError
+from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_op, needs_oracle
 from ..program import Func, Module, walk_ops
+
+CONTAINER_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite"})
+"""Ops whose values come from the ops of their regions (or callee): judged there."""
+
+LANES = "operands are lanes of a region body"  # the op that owns the region is compared as a whole
 
 SKIP_OPS = frozenset({
     "stablehlo.constant", "arith.constant", "func.return", "stablehlo.return", "func.call",
@@ -192,11 +208,72 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     mismatch = any(o["status"] != "ok" for o in report["outputs"])
     failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
     report["status"] = "disagree" if mismatch else ("incomplete" if failed else "agree")
-    if opts.localise == "always" or (opts.localise == "auto" and not agree):
-        report["ops"] = localise(module, entry, args, runners, opts)
+    # a program asking for result_accuracy is held to it op by op, whatever the budget says
+    if opts.localise == "always" or (opts.localise == "auto" and (not agree or needs_oracle(module))):
+        report["ops"], complete = _localise(module, entry, args, runners, opts)
         first = next((o for o in report["ops"] if o["status"] in ("mismatch", "crash")), None)
         report["first_divergence"] = first
+        _one_judgement(report, complete and not failed)
     return report
+
+
+class IsolatedRunner:
+    """A backend of :func:`diff_program` whose every call runs in the backend's
+    child process of an :class:`~.reduce.IsolatedBackends` (a crash ends the call)."""
+
+    def __init__(self, runners: Any, name: str):
+        self.runners = runners
+        self.name = name
+
+    def run_function(self, module: Module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
+        o = self.runners.outcome(self.name, module.text, list(args), func_name)
+        if o["status"] != "ok":
+            e = ConformError(o["message"])
+            e.status = o["status"]
+            raise e
+        return tuple(o["values"])
+
+
+def judge_isolated(text: str, args: Sequence[np.ndarray], runners: Any, entry: str = "main",
+                   timeout: float | None = 60.0) -> dict[str, Any]:
+    """The report of :func:`diff_program` (one judgement of outputs and ops) for
+    a program whose backends run isolated (``runners``: an ``IsolatedBackends``)."""
+    from .. import frontend
+
+    module = frontend.load_text(text, "<program>")[0]
+    backends = [IsolatedRunner(runners, b) for b in runners.backends]
+    return diff_program(module, entry, backends, list(args), DiffOptions(timeout=timeout))
+
+
+def _one_judgement(report: dict[str, Any], complete: bool) -> None:
+    """The result from the per-op judgements: an op outside its bound makes the
+    backends disagree; outputs that differ while every op (all of them compared)
+    is within its bound agree, the difference accumulated over the ops that made it."""
+    wrong = [o for o in report["ops"] if o["status"] == "mismatch"]
+    if wrong:
+        report["status"] = "disagree"
+        v = wrong[0].get("verdict")
+        report["verdict"] = v["summary"] if v else f"{wrong[0]['op']} at {wrong[0]['loc']}: {wrong[0]['message']}"
+        return
+    if report["status"] != "disagree" or not complete or any(o["status"] == "crash" for o in report["ops"]):
+        return
+    differing = [o for o in report["ops"] if o.get("differs")]
+    n = len({(o["op"], o["loc"]) for o in differing})
+    alone = [o for o in report["ops"] if o["status"] == "skipped" and o["message"] != LANES]
+    if not n or alone:  # what no op run alone shows may hide in one that could not run alone
+        names = sorted({o["op"] for o in alone})
+        report["verdict"] = ("disagree: no op run alone exceeds its bound, " +
+                             (f"but {', '.join(names)} could not run alone" if names else
+                              "and none differs: the difference comes from running the program as a whole"))
+        return
+    note = f"accumulated over {n} op{'s' if n != 1 else ''}; no single op exceeds its bound"
+    bounds = sorted({f"{o['op']}: {o['judgement']}" for o in differing if o.get("judgement")})
+    report["status"] = "agree"
+    report["accumulated"] = note
+    report["verdict"] = f"agree: {note}" + (f" ({'; '.join(bounds)})" if bounds else "")
+    for o in report["outputs"]:
+        if o["status"] == "mismatch":
+            o.update(status="ok", note=note)
 
 
 # --------------------------------------------------------------------------- #
@@ -261,6 +338,12 @@ def _shapes_fit(op, op_args) -> bool:
 def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
              opts: DiffOptions) -> list[dict[str, Any]]:
     """Run every traced op alone on every backend; one record per op run."""
+    return _localise(module, entry, args, runners, opts)[0]
+
+
+def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
+              opts: DiffOptions) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`localise`, and whether every traced op run was compared."""
     from .. import frontend
 
     registry = None
@@ -275,8 +358,11 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
     loaded: dict[str, Module] = {}
     seen: dict[int, int] = {}
     out: list[dict[str, Any]] = []
+    complete = True
+    containers: list[tuple[Any, dict]] = []
     for op, op_args, _ in events:
         if len(out) >= opts.max_ops:
+            complete = False
             break
         k = seen.get(id(op), 0)
         if k >= opts.per_op_limit:
@@ -286,12 +372,14 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
                                "max_ulp": None, "max_abs": None, "message": ""}
         out.append(rec)
         if not _shapes_fit(op, op_args):
-            rec.update(status="skipped", message="operands are lanes of a region body")
+            rec.update(status="skipped", message=LANES)
             continue
         i = index.get(id(op))
         text = one_op_text(op, texts[i]) if i is not None and i < len(texts) else None
         if text is None:
             rec.update(status="skipped", message="op cannot run alone")
+            if op.name in CONTAINER_OPS:
+                containers.append((op, rec))
             continue
         mod = loaded.get(text)
         if mod is None:
@@ -299,6 +387,8 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
                 mod = loaded[text] = frontend.load_text(text, f"<{op.name}>")[0]
             except ConformError as e:
                 rec.update(status="skipped", message=f"op cannot run alone: {str(e).splitlines()[0][:200]}")
+                if op.name in CONTAINER_OPS:
+                    containers.append((op, rec))
                 continue
         got: dict[str, Any] = {}
         for r in runners:
@@ -326,12 +416,42 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
                                 f"{worst['message']}") if worst["status"] != "ok" else "")
             if worst.get("accuracy"):
                 rec["accuracy"] = worst["accuracy"]
-        if rec["status"] == "mismatch":
-            from ..oracle.verdict import judge_op
+            rec["differs"] = worst["max_ulp"] not in (None, 0)
+        if op.name in CONTAINER_OPS:
+            if rec["status"] == "mismatch":
+                containers.append((op, rec))
+            continue
+        cls = accuracy[0][0] if accuracy else None
+        # an op whose program states its bound (precision, algorithm, result_accuracy) is judged
+        # against the exact result as soon as its backends differ
+        stated = cls is not None and (bool(cls.algorithms) or cls.source == "result_accuracy")
+        if rec["status"] == "mismatch" or (rec.get("differs") and stated):
+            v = rec["verdict"] = judge_op(module, op, op_args, {lb: v for lb, (st, v) in got.items() if st == "ok"},
+                                          opts.extra.get("_profile"))
+            judged = [f"{lb} {b['judgement']}" for lb, b in v["backends"].items()
+                      if b.get("judgement") and lb != runners[0].label]
+            if judged:
+                rec["judgement"] = "; ".join(judged)
+            if v["verdict"] == BOTH_WITHIN:
+                rec["status"] = "ok"
+            elif v["verdict"] == BACKEND_WRONG:
+                rec["status"] = "mismatch"
+                rec["message"] = rec["message"] or f"{', '.join(v['wrong'])} outside the op's bound"
+            if rec["status"] == "ok":
+                del rec["verdict"]
+    _judge_containers(containers, out)
+    return out, complete
 
-            rec["verdict"] = judge_op(module, op, op_args, {lb: v for lb, (st, v) in got.items() if st == "ok"},
-                                      opts.extra.get("_profile"))
-    return out
+
+def _judge_containers(containers: list[tuple[Any, dict]], out: list[dict[str, Any]]) -> None:
+    """A loop, conditional or call whose results differ (or that cannot run
+    alone) while the ops of its body were compared and differ within their
+    bounds: the difference is theirs."""
+    for op, rec in containers:
+        inner = {(o.name, str(o.loc)) for r in op.regions for o in walk_ops(r)}
+        body = [o for o in out if (o["op"], o["loc"]) in inner]
+        if body and any(o.get("differs") for o in body) and all(o["status"] in ("ok", "skipped") for o in body):
+            rec.update(status="ok", judgement="differences made by the ops of its body, each within its bound")
 
 
 def _op_accuracy(module: Module, op, op_args, base_value, opts) -> list[tuple] | None:
@@ -372,6 +492,10 @@ def format_report(report: dict[str, Any]) -> list[str]:
         if run["status"] != "ok":
             lines.append(f"{label}: {run['status'].upper()}: {run['message']}")
     for o in report["outputs"]:
+        if o.get("note"):
+            lines.append(f"output {o['index']} {o['type']}: {o['backend']} vs {o['against']}: "
+                         f"{_fmt_num(o)}  ok: {o['note']} ({o['message']})")
+            continue
         lines.append(f"output {o['index']} {o['type']}: {o['backend']} vs {o['against']}: "
                      f"{_fmt_num(o)}  {o['status'].upper() if o['status'] != 'ok' else 'ok'}"
                      + (f"  {o['message']}" if o["message"] else ""))
@@ -384,12 +508,16 @@ def format_report(report: dict[str, Any]) -> list[str]:
             ulp = "-" if o["max_ulp"] is None else str(o["max_ulp"])
             ab = "-" if o["max_abs"] is None else f"{o['max_abs']:.3g}"
             status = o["status"] if o["status"] != "mismatch" else "MISMATCH"
+            if o.get("judgement") and (o.get("differs") or o["op"] in CONTAINER_OPS):
+                status += f" ({o['judgement']})"
             lines.append(f"{o['op']:<34} {_short(o['loc']):<34} {ulp:>8} {ab:>10}  {status}{mark}")
     if report.get("first_divergence"):
         fd = report["first_divergence"]
         lines.append(f"\nfirst diverging op: {fd['op']} at {fd['loc']}: {fd['message']}")
         if fd.get("verdict"):
             lines.append(f"verdict: {fd['verdict']['summary']}")
+    elif report.get("verdict"):
+        lines.append(f"\nverdict: {report['verdict']}")
     failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
     if report["status"] == "incomplete":
         lines.append(f"\nresult: {', '.join(failed)} did not run; the other backends agree")

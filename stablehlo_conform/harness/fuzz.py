@@ -4,7 +4,8 @@ Programs come from :func:`.fuzzgen.generate`; each runs on every backend in a
 child process per backend (:class:`.reduce.IsolatedBackends`: a crash or a
 hang ends that program, not the campaign), the backends' results are compared
 with :func:`.bundle.compare_outcomes` (the comparison of ``conform diff``
-and ``conform reduce``), and every disagreement or crash is shrunk by
+and ``conform reduce``; outputs that differ are judged op by op as ``conform
+diff`` does, :func:`.diff.judge_isolated`), and every disagreement or crash is shrunk by
 :func:`.reduce.reduce_program` and written as a repro bundle.
 
 Every program ends as one record in the style of ``conform run --json``
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .diff import judge_isolated
 from .fuzzgen import Program, generate
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)")
@@ -41,9 +43,13 @@ def program_signature(text: str) -> tuple[str, str]:
     return ",".join(ops) or "-", ",".join(types) or "-"
 
 
-def classify(outcomes: dict[str, dict], backends: Sequence[str]) -> tuple[str, str, str | None]:
+def classify(outcomes: dict[str, dict], backends: Sequence[str],
+             judge: Callable[[], dict] | None = None) -> tuple[str, str, str | None]:
     """``(status, message, backend)`` of one program's outcomes: a crash or
-    timeout of a backend first, then an error, then a disagreement."""
+    timeout of a backend first, then an error, then a disagreement. ``judge``
+    (the report of :func:`.diff.judge_isolated`) has the last word on outputs
+    that differ: every op within its accuracy class (a dot's allowed precision
+    included) makes them agree."""
     from .bundle import compare_outcomes
 
     for status in ("crash", "timeout", "error", "unsupported"):
@@ -54,8 +60,24 @@ def classify(outcomes: dict[str, dict], backends: Sequence[str]) -> tuple[str, s
     bad = [c for c in compare_outcomes(outcomes, backends) if c["status"] != "ok"]
     if bad:
         c = bad[0]
-        return "fail", f"{c['backend']} vs {c['against']}, result {c['index']}: {c['message']}", c["backend"]
+        message = f"{c['backend']} vs {c['against']}, result {c['index']}: {c['message']}"
+        rep = _judged(judge)
+        if rep is not None and rep["status"] == "agree":
+            return "pass", f"{message}\nverdict: {rep.get('verdict', 'agree')}", None
+        if rep is not None and rep.get("verdict"):
+            message += f"\nverdict: {rep['verdict']}"
+        return "fail", message, c["backend"]
     return "pass", "", None
+
+
+def _judged(judge: Callable[[], dict] | None) -> dict | None:
+    if judge is None:
+        return None
+    try:
+        with np.errstate(all="ignore"):  # special values on purpose: the trace meets NaN and infinity
+            return judge()
+    except Exception:  # judging never changes what the outputs showed
+        return None
 
 
 def _reduce_and_bundle(prog: Program, status: str, backend: str | None, backends: Sequence[str], out_dir: Path,
@@ -117,7 +139,8 @@ def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | 
             timing["generate"] += t1 - t
             outcomes = runners.outcomes(prog.text, prog.inputs)
             timing["run"] += time.monotonic() - t1
-            status, message, culprit = classify(outcomes, backends)
+            status, message, culprit = classify(
+                outcomes, backends, lambda: judge_isolated(prog.text, prog.inputs, runners, timeout=timeout))
             ops, types = program_signature(prog.text)
             rec: dict[str, Any] = {"id": prog.id, "status": status, "message": message, "kind": prog.kind,
                                    "family": (prog.ops or ["stablehlo.convert"])[-1], "dtypes": prog.element_types,

@@ -13,12 +13,16 @@ follow one class per op, chosen here:
   measured accuracy table) and can be overridden per op and element type by
   an accuracy profile. Complex results are bounded per component or normwise
   (``|err| <= N * eps * |exact|``).
-- ``accumulate``: ``dot_general``, ``convolution``, ``fft``,
-  ``triangular_solve`` and reductions with an ``add`` or ``multiply`` body.
-  The standard error analysis of a sum of K products in any order bounds the
-  error by ``gamma_K * sum(|a_i b_i|)`` with ``gamma_K = K u / (1 - K u)``,
-  ``u`` the unit roundoff of the element type; the magnitude is computed from
-  the operands (see :mod:`.verdict`), plus one rounding of the result.
+- ``accumulate``: ``dot_general``, ``dot``, ``convolution``,
+  ``chlo.ragged_dot``, ``fft``, ``triangular_solve`` and reductions with an
+  ``add`` or ``multiply`` body. The standard error analysis of a sum of K
+  products in any order bounds the error by ``gamma_K * sum(|a_i b_i|)``
+  with ``gamma_K = K u / (1 - K u)``, ``u`` the unit roundoff of the element
+  type; the magnitude is computed from the operands (see :mod:`.verdict`),
+  plus one rounding of the result. A dot or convolution adds the input
+  error of the products its ``precision_config`` or ``algorithm`` allows
+  (:mod:`.precision`): ``(input error + gamma_K) * sum(|a_i b_i|)``, and a
+  verdict names the most accurate allowed algorithm a result is within.
 - ``tolerance``: an op carrying ``result_accuracy = TOLERANCE`` is checked by
   ``|expected - actual| <= max(|expected| * max(rtol, ulps * eps), atol)``;
   ``HIGHEST`` asks for the correctly rounded result (0 ULP), ``DEFAULT`` for
@@ -33,6 +37,10 @@ An accuracy profile (TOML or JSON) overrides the ULP bounds::
     "*" = 1          # every other type
     [ops."chlo.erf_inv"]
     bf16 = "exact"   # must be correctly rounded and match bit for bit
+    [precision]      # what the precision_config levels of f32 dots mean here
+    DEFAULT = "tf32"
+    HIGH = "bf16_3x"
+    HIGHEST = "f32"
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ import numpy as np
 
 from .. import types as T
 from ..compare import _float_info, is_float_dtype, ulp_distance
+from . import precision as P
 
 EXACT = "exact"
 ULP = "ulp"
@@ -81,9 +90,12 @@ EXACT_OPS = frozenset({
     "stablehlo.shift_right_logical",
 })
 
-ACCUMULATING_OPS = frozenset({
-    "stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "stablehlo.reduce",
-    "stablehlo.reduce_window", "stablehlo.fft", "stablehlo.triangular_solve",
+DOT_OPS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "stablehlo.dynamic_conv",
+                     "chlo.ragged_dot"})
+"""Ops whose products follow ``precision_config`` / ``algorithm`` (spec.md "dot_general")."""
+
+ACCUMULATING_OPS = DOT_OPS | frozenset({
+    "stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.fft", "stablehlo.triangular_solve",
 })
 
 # reductions: the body decides between exact (selecting) and accumulating
@@ -101,7 +113,11 @@ class AccuracyClass:
 
     ``k``: accumulation length and ``reduction`` (``sum``/``product``) of an
     ``accumulate`` class; ``source``: where the bound comes from
-    (``default``, ``profile``, ``result_accuracy``, ``chain``)."""
+    (``default``, ``profile``, ``result_accuracy``, ``chain``). A dot or
+    convolution also carries ``precision`` (its level, or ``algorithm``),
+    ``algorithms`` (the allowed ones as (name, input error), the most
+    accurate first; the bound is the last's) and ``acc_u`` (the unit
+    roundoff of the accumulation; 0: the result type's)."""
 
     kind: str
     ulps: float = 0
@@ -110,10 +126,50 @@ class AccuracyClass:
     k: int = 0
     reduction: str = "sum"
     source: str = "default"
+    precision: str = ""
+    algorithms: tuple[tuple[str, float], ...] = ()
+    acc_u: float = 0.0
+
+    @property
+    def input_error(self) -> float:
+        return self.algorithms[-1][1] if self.algorithms else 0.0
+
+    def bound_name(self) -> str:
+        """``DEFAULT precision (bf16)``, ``HIGHEST (f32)``, ``algorithm tf32 x tf32 -> f32``,
+        ``result_accuracy TOLERANCE (atol=0, rtol=0, ulps=2)``, ``result_accuracy HIGHEST
+        (correctly rounded)``; ``""`` for a class the program does not ask for."""
+        if self.source == "result_accuracy":
+            if self.kind == TOLERANCE:
+                return f"result_accuracy TOLERANCE (atol={self.atol:g}, rtol={self.rtol:g}, ulps={self.ulps:g})"
+            return "result_accuracy HIGHEST (correctly rounded)"
+        if not self.algorithms:
+            return ""
+        loosest = self.algorithms[-1][0]
+        if self.precision == "algorithm":
+            return f"algorithm {loosest}"
+        return f"{self.precision} precision ({loosest})" if self.precision != "HIGHEST" else f"HIGHEST ({loosest})"
+
+    def judgement(self, fit: str | None) -> str:
+        """What a result within the bound of algorithm ``fit`` (None: outside every
+        allowed one) is: ``within DEFAULT precision (tf32)``, ``exceeds HIGHEST (f32)``,
+        ``exceeds every algorithm DEFAULT may use (bf16)``."""
+        if not self.algorithms:
+            name = self.bound_name() or self.describe()
+            return f"within {name}" if fit is not None else f"exceeds {name}"
+        if fit is not None:
+            if self.precision == "algorithm":
+                return f"within algorithm {fit}"
+            return f"within {self.precision} precision ({fit})" if self.precision != "HIGHEST" \
+                else f"within HIGHEST ({fit})"
+        if self.precision == "algorithm" or len(self.algorithms) == 1:
+            return f"exceeds {self.bound_name()}"
+        return f"exceeds every algorithm {self.precision} may use ({self.algorithms[-1][0]})"
 
     def describe(self) -> str:
         if self.kind == ULP:
             return f"ulp<={self.ulps:g}" + (f" ({self.source})" if self.source != "default" else "")
+        if self.kind == ACCUMULATE and self.algorithms:
+            return f"{self.bound_name()}, K={self.k}"
         if self.kind == ACCUMULATE:
             return f"accumulate K={self.k} ({self.reduction})"
         if self.kind == TOLERANCE:
@@ -128,6 +184,11 @@ class AccuracyClass:
             d.update(atol=self.atol, rtol=self.rtol)
         if self.kind == ACCUMULATE:
             d.update(k=self.k, reduction=self.reduction)
+        if self.algorithms:
+            d.update(precision=self.precision, allowed=[n for n, _e in self.algorithms],
+                     input_error=self.input_error, bound=self.bound_name())
+        elif self.source == "result_accuracy":
+            d["bound"] = self.bound_name()
         return d
 
 
@@ -151,10 +212,13 @@ class ProfileError(ValueError):
 
 @dataclass
 class Profile:
-    """Per-op, per-element-type overrides of the ULP bounds."""
+    """Per-op, per-element-type overrides of the ULP bounds, and what the
+    ``precision_config`` levels of f32 dots mean (``precision``: level ->
+    a name of :data:`.precision.NAMED`)."""
 
     ops: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
+    precision: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path) -> "Profile":
@@ -182,7 +246,11 @@ class Profile:
                     raise ProfileError(f"{source}: {op} {ty}: a bound is a ULP count >= 0 or \"exact\", "
                                        f"not {bound!r}")
             ops[str(op)] = {str(k): b for k, b in v.items()}
-        return cls(ops, source)
+        try:
+            levels = P.check_levels(doc["precision"], source) if "precision" in doc else {}
+        except P.PrecisionError as e:
+            raise ProfileError(str(e)) from None
+        return cls(ops, source, levels)
 
     def lookup(self, op: str, element: str) -> Any:
         table = self.ops.get(op)
@@ -301,13 +369,16 @@ def accumulation_length(op) -> int:
     """K: the number of terms each result element sums (or multiplies)."""
     name = op.name
     shape = [tuple(t.shape) if isinstance(t, T.TensorType) else () for t in op.operand_types]
+    if name == "chlo.ragged_dot":
+        contracting = list(P.ragged_contracting(op))
+        return int(np.prod([shape[0][d] for d in contracting])) if contracting else 1
     if name in ("stablehlo.dot_general", "stablehlo.dot"):
         dims = op.attrs.get("dot_dimension_numbers")
         contracting = list(getattr(dims, "lhs_contracting_dimensions", ()) or ()) if dims is not None else []
         if name == "stablehlo.dot" or dims is None:
             contracting = [len(shape[0]) - 1] if shape[0] else []
         return int(np.prod([shape[0][d] for d in contracting])) if contracting else 1
-    if name == "stablehlo.convolution":
+    if name in ("stablehlo.convolution", "stablehlo.dynamic_conv"):
         dims = op.attrs.get("dimension_numbers")
         out_dim = getattr(dims, "kernel_output_feature_dimension", None) if dims is not None else None
         rhs = shape[1]
@@ -365,6 +436,11 @@ def class_of(op, profile: Profile | None = None) -> AccuracyClass:
             return AccuracyClass(ULP, b, source=src)
         reduction = "product" if "stablehlo.multiply" in body else "sum"
         return AccuracyClass(ACCUMULATE, k=accumulation_length(op), reduction=reduction)
+    if name in DOT_OPS:
+        level, algorithms, acc_u = P.dot_precision(op, profile.precision if profile is not None else None)
+        src = "profile" if profile is not None and level in profile.precision else "default"
+        return AccuracyClass(ACCUMULATE, k=accumulation_length(op), precision=level, algorithms=algorithms,
+                             acc_u=acc_u, source=src)
     if name in ACCUMULATING_OPS:
         return AccuracyClass(ACCUMULATE, k=accumulation_length(op))
     b, src = ulp_bound(name, element, profile)
@@ -376,14 +452,15 @@ def class_of(op, profile: Profile | None = None) -> AccuracyClass:
 def chain_class(classes: list[AccuracyClass]) -> AccuracyClass:
     """The class of a value computed by several rounding ops in a row: their
     ULP bounds add up (each counted as at least 1 ULP, an accumulating op as
-    K ULP). A heuristic, not a bound: cancellation between the ops can make
-    the error of the whole larger in ULP of the result."""
+    K ULP, a dot op also its allowed input error in ULP of f32, the type the
+    precision levels govern). A heuristic, not a bound: cancellation between
+    the ops can make the error of the whole larger in ULP of the result."""
     if len(classes) == 1:
         return classes[0]
     if any(c.kind == IMPLEMENTATION for c in classes):
         return AccuracyClass(IMPLEMENTATION, source="chain")
     total = sum(max(1.0, c.ulps) for c in classes if c.kind in (ULP, TOLERANCE))
-    total += sum(max(1, c.k) for c in classes if c.kind == ACCUMULATE)
+    total += sum(max(1, c.k) + c.input_error * 2.0 ** 23 for c in classes if c.kind == ACCUMULATE)
     return AccuracyClass(ULP, total, source="chain")
 
 
@@ -429,12 +506,16 @@ def spacing(ref: np.ndarray) -> np.ndarray:
     return np.exp2(e) * float(info.eps)
 
 
-def accumulation_bound(cls: AccuracyClass, ref: np.ndarray, magnitude: np.ndarray | None) -> np.ndarray:
+def accumulation_bound(cls: AccuracyClass, ref: np.ndarray, magnitude: np.ndarray | None,
+                       input_error: float | None = None) -> np.ndarray:
     """Absolute error bound (float64 array) of an ``accumulate`` result
     around the exact ``ref`` (already rounded to the result type):
-    ``gamma_K * magnitude`` (for products ``gamma_{cK} * |ref|`` with c = 1
-    for real and 2 sqrt 2 for complex factors) plus one ULP of the result."""
-    u = unit_roundoff(ref.dtype)
+    ``(input error + gamma_K) * magnitude`` (for products ``gamma_{cK} * |ref|``
+    with c = 1 for real and 2 sqrt 2 for complex factors) plus one ULP of the
+    result. ``input_error``: that of one allowed algorithm (default: the
+    loosest the class allows; 0 outside dots)."""
+    u = cls.acc_u or unit_roundoff(ref.dtype)
+    e_in = cls.input_error if input_error is None else input_error
     wide = ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         if cls.reduction == "product" or magnitude is None:
@@ -442,7 +523,7 @@ def accumulation_bound(cls: AccuracyClass, ref: np.ndarray, magnitude: np.ndarra
             g = gamma(2 * k, u) * np.sqrt(2) if ref.dtype.kind == "c" else gamma(k, u)
             b = g * np.abs(wide)
         else:
-            b = gamma(max(1, cls.k), u) * np.abs(np.asarray(magnitude, np.float64))
+            b = (e_in + gamma(max(1, cls.k), u)) * np.abs(np.asarray(magnitude, np.float64))
     return b + spacing(ref)
 
 
@@ -481,16 +562,11 @@ def within(actual: np.ndarray, ref: np.ndarray, cls: AccuracyClass, magnitude: n
     if not is_float_dtype(ref.dtype):
         return actual == ref
     if cls.kind in (EXACT, IMPLEMENTATION):
-        same = T.to_bits(actual) == T.to_bits(ref)
-        return same | _nan_equal(actual, ref) & ~_zero_sign_differs(actual, ref)
+        return _same_bits(actual, ref) | _nan_equal(actual, ref) & ~_zero_sign_differs(actual, ref)
     if cls.kind == TOLERANCE:
         return result_accuracy_ok(actual, ref, cls.atol * factor, cls.rtol * factor, cls.ulps * factor)
     if cls.kind == ACCUMULATE:
-        bound = accumulation_bound(cls, ref, magnitude) * factor
-        wide = np.complex128 if ref.dtype.kind == "c" else np.float64
-        with np.errstate(invalid="ignore", over="ignore"):
-            close = np.abs(actual.astype(wide) - ref.astype(wide)) <= bound
-        return close | _nan_equal(actual, ref)
+        return _within_accumulation(actual, ref, cls, magnitude, factor)
     n = cls.ulps * factor
     ok = ulp_distance(actual, ref) <= np.uint64(int(n))
     if ref.dtype.kind == "c":
@@ -500,6 +576,36 @@ def within(actual: np.ndarray, ref: np.ndarray, cls: AccuracyClass, magnitude: n
                 max(n, 1.0) * eps * np.abs(ref.astype(np.complex128))
         ok |= norm
     return ok
+
+
+def _within_accumulation(actual: np.ndarray, ref: np.ndarray, cls: AccuracyClass, magnitude: np.ndarray | None,
+                         factor: float, input_error: float | None = None) -> np.ndarray:
+    bound = accumulation_bound(cls, ref, magnitude, input_error) * factor
+    wide = np.complex128 if ref.dtype.kind == "c" else np.float64
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = np.abs(actual.astype(wide) - ref.astype(wide)) <= bound
+    return close | _nan_equal(actual, ref)
+
+
+def fit(actual: np.ndarray, ref: np.ndarray, cls: AccuracyClass, magnitude: np.ndarray | None = None,
+        factor: float = 1.0) -> str | None:
+    """The most accurate algorithm a dot's class allows whose bound holds
+    ``actual`` around ``ref`` (None: none does). For other classes: ``""``
+    when :func:`within` holds, else None."""
+    actual = np.asarray(actual)
+    ref = np.asarray(ref)
+    if cls.kind != ACCUMULATE or not cls.algorithms or magnitude is None or not is_float_dtype(ref.dtype):
+        return "" if bool(np.all(within(actual, ref, cls, magnitude, factor))) else None
+    for name, e in cls.algorithms:
+        if bool(np.all(_within_accumulation(actual, ref, cls, magnitude, factor, e))):
+            return name
+    return None
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "c":  # per component (no integer type holds a complex128)
+        return _same_bits(a.real, b.real) & _same_bits(a.imag, b.imag)
+    return T.to_bits(a) == T.to_bits(b)
 
 
 def _zero_sign_differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -424,15 +424,47 @@ def judge_op(module: Module, op: Op, args: Sequence, values: dict[str, Sequence]
     return _backends_verdict(op.name, cls, backends, method, why)
 
 
+def relative_error(v: np.ndarray, ref: np.ndarray, magnitude: np.ndarray | None) -> float | None:
+    """The largest ``|v - ref| / sum(|a_i b_i|)`` of an accumulating op (None without magnitudes)."""
+    if magnitude is None or not is_float_dtype(v.dtype):
+        return None
+    wide = np.complex128 if v.dtype.kind == "c" else np.float64
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        err = np.abs(v.astype(wide) - ref.astype(wide))
+        mag = np.abs(np.asarray(magnitude, np.float64))
+        r = np.where(err == 0, 0.0, err / np.where(mag > 0, mag, np.inf))
+    r = r[np.isfinite(r)]
+    return float(r.max()) if r.size else 0.0
+
+
 def _note(backends: dict, lb: str, v: np.ndarray, ref: Reference) -> None:
-    """Record whether backend ``lb``'s value ``v`` is within the class of ``ref``."""
+    """Record whether backend ``lb``'s value ``v`` is within the class of ``ref``
+    (for a dot: the most accurate allowed algorithm it is within)."""
     if ref.value is None or v.shape != ref.value.shape or v.dtype != ref.value.dtype:
         return
-    ok = bool(C.within(v, ref.value, ref.cls, ref.magnitude, ref.factor).all())
+    fit = C.fit(v, ref.value, ref.cls, ref.magnitude, ref.factor)
     d = _max_ulp(ulp_distance(v, ref.value)) if is_float_dtype(v.dtype) else 0
     b = backends.setdefault(lb, {"within": True, "max_ulp_from_exact": 0})
-    b["within"] &= ok
+    b["within"] &= fit is not None
     b["max_ulp_from_exact"] = None if d is None or b["max_ulp_from_exact"] is None else max(b["max_ulp_from_exact"], d)
+    if ref.cls.source == "result_accuracy":
+        b["judgement"] = ref.cls.judgement("" if b["within"] else None)
+    if ref.cls.algorithms:
+        names = [n for n, _e in ref.cls.algorithms]
+        was = b.get("fit", names[0])
+        b["fit"] = None if fit is None or was is None else max(was, fit, key=names.index)
+        b["judgement"] = ref.cls.judgement(b["fit"])
+        rel = relative_error(v, ref.value, ref.magnitude)
+        if rel is not None:
+            b["error_of_magnitude"] = max(rel, b.get("error_of_magnitude", 0.0))
+
+
+def _describe_backend(lb: str, b: dict) -> str:
+    if "fit" in b:
+        rel = b.get("error_of_magnitude")
+        return f"{lb} {b['judgement']}" + (f" (max |error| = {rel:.3g} x sum|a_i b_i|)" if rel is not None else "")
+    return f"{lb} " + (f"{b['judgement']}, " if "judgement" in b else "") + \
+        f"{_fmt(b['max_ulp_from_exact'])} ULP from exact"
 
 
 def _backends_verdict(what: str, cls: C.AccuracyClass, backends: dict, method: str, why: str) -> dict[str, Any]:
@@ -443,7 +475,7 @@ def _backends_verdict(what: str, cls: C.AccuracyClass, backends: dict, method: s
         verdict = NO_REFERENCE
     else:
         verdict = BACKEND_WRONG if wrong else BOTH_WITHIN
-    detail = ", ".join(f"{lb} {_fmt(b['max_ulp_from_exact'])} ULP from exact" for lb, b in backends.items())
+    detail = ", ".join(_describe_backend(lb, b) for lb, b in backends.items())
     summary = f"{verdict}" + (f" ({', '.join(wrong)})" if wrong else "") + \
         f": {what} ({cls.describe()}, reference {method})" + (f"; {detail}" if detail else "") + \
         (f"; {why}" if why and not backends else "")
@@ -659,6 +691,8 @@ def judge_check(oracle: Oracle, k: int, op: Op, actual: np.ndarray, expected: np
         d_g = np.abs(expected.astype(np.int64) - exact.astype(np.int64)).astype(np.uint64)
         d_b = np.abs(actual.astype(np.int64) - exact.astype(np.int64)).astype(np.uint64)
     ev.update(verdict=verdict, counts=counts, golden_ulp=_max_ulp(d_g[bad]), backend_ulp=_max_ulp(d_b[bad]))
+    if ref.cls.algorithms or ref.cls.source == "result_accuracy":  # the bound the program asked for
+        ev["judgement"] = ref.cls.judgement(C.fit(actual, exact, ref.cls, ref.magnitude, ref.factor))
     examples = []
     worst = np.argwhere(bad & (per == per_bad.min()))
     for idx in worst[:MAX_EXAMPLES]:
@@ -676,9 +710,11 @@ def summarize(checks: list[dict]) -> dict[str, Any]:
     verdict = min((c["verdict"] for c in checks), key=ORDER.index)
     first = next(c for c in checks if c["verdict"] == verdict)
     ops = ", ".join(first.get("ops", [])[:3]) or "the checked value"
-    parts = [f"{verdict}: {ops} ({first['accuracy'].get('kind')}"
+    parts = [f"{verdict}: {ops} ({first['accuracy'].get('bound') or first['accuracy'].get('kind')}"
              + (f" <= {first['accuracy']['ulps']:g} ULP" if first["accuracy"].get("kind") == C.ULP else "")
              + f", reference {first['reference']})"]
+    if first.get("judgement"):
+        parts.append(f"backend {first['judgement']}")
     if first.get("golden_ulp") is not None or first.get("backend_ulp") is not None:
         parts.append(f"golden {_fmt(first.get('golden_ulp'))} ULP from exact, "
                      f"backend {_fmt(first.get('backend_ulp'))} ULP")

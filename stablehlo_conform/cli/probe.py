@@ -1,0 +1,61 @@
+"""``conform probe-precision``: what a backend does for each precision of an f32 dot."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("probe-precision")
+@click.argument("backend")
+@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+              help="Profile whose [precision] table declares the algorithm of each level "
+                   "(default: DEFAULT=bf16, HIGH=bf16_3x, HIGHEST=f32).")
+@click.option("--algorithms/--no-algorithms", default=True, show_default=True,
+              help="Also probe dot_general with algorithm attributes (f32, tf32, bf16, bf16_3x, bf16_6x).")
+@click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the table as JSON.")
+def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
+    """Run crafted f32 dot products on BACKEND and print, per precision_config level
+    (and per algorithm attribute), the algorithm its products fit (f32, bf16_6x, tf32_3x,
+    bf16_3x, tf32, bf16), round to nearest or toward zero, the accumulation's bits and
+    whether subnormals are flushed.
+
+    Exit code 0 when every level is at least as accurate as declared and no algorithm
+    silently falls back to a less accurate one, 1 otherwise, 2 on a usage error.
+    """
+    from ..harness.backends import BackendUnavailable, check_name, get_backend
+    from ..harness.diff import DiffOptions
+    from ..harness.probe_precision import failed, format_rows, probe, to_json
+    from ..oracle import classes as C
+    from ..oracle.precision import DEFAULT_LEVELS
+
+    try:
+        check_name(backend)
+        b = get_backend(backend)
+        check = getattr(b, "check_available", None)
+        if check is not None:
+            check()
+    except BackendUnavailable as e:
+        raise click.UsageError(str(e)) from None
+    levels: dict[str, str] = {}
+    source = "default (" + ", ".join(f"{k}={v}" for k, v in DEFAULT_LEVELS.items()) + ")"
+    if accuracy_profile:
+        try:
+            levels = C.Profile.load(accuracy_profile).precision
+        except C.ProfileError as e:
+            raise click.UsageError(str(e)) from None
+        source = f"{accuracy_profile} (" + ", ".join(f"{k}={v}" for k, v in dict(DEFAULT_LEVELS, **levels).items()) \
+            + ")"
+    rows = probe(b, levels, DiffOptions(timeout=timeout or None), algorithms)
+    for line in format_rows(backend, rows, source):
+        click.echo(line)
+    if json_path:
+        Path(json_path).write_text(json.dumps(to_json(backend, rows, dict(DEFAULT_LEVELS, **levels)), indent=1))
+    sys.exit(1 if failed(rows) else 0)
+
+
+COMMANDS = [probe_precision]
