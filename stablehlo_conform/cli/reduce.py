@@ -43,15 +43,17 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
     as a repro bundle in OUTPUT."""
     from ..errors import ConformError, InputError
     from ..harness import inputs as I
-    from ..harness.backends import available
+    from ..harness.backends import BackendUnavailable, check_name
     from ..harness.bundle import expected_values, write_bundle
     from ..harness.reduce import ENTRY, Property, entry_program, reduce_program
     from .eval import _entry, _fail, _load
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
-    unknown = [n for n in names if n not in available()]
-    if unknown:
-        _fail(f"unknown backend {', '.join(unknown)}; available: {', '.join(sorted(available()))}")
+    for n in names:
+        try:
+            check_name(n)
+        except BackendUnavailable as e:
+            _fail(str(e))
     if prop == "compile-error" and not match:
         _fail("--property compile-error needs --match REGEX")
     if prop == "disagree" and not script and len(names) < 2:

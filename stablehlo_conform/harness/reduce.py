@@ -215,7 +215,8 @@ def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
     """The program the reducer works on: ``entry`` (default: ``main`` or the
     only public function) renamed ``main``; a self-checking test (no
     arguments, check ops) has its checks stripped and returns the values they
-    checked. Returns ``(text, was_a_test)``."""
+    checked; the functions the entry does not reach are dropped. Returns
+    ``(text, was_a_test)``."""
     from .. import frontend
     from .backends.base import check_ops
     from .diff import entry_of
@@ -225,6 +226,7 @@ def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
     test = not func.param_types and bool(check_ops(func))
     out, _ = frontend.prepare_entry(module.text, func.name, strip_checks=test)
     out, _ = frontend.edit_module(out, [("rename", frontend.ENTRY_ALIAS, ENTRY)], frontend.ENTRY_ALIAS)
+    out, _ = frontend.edit_module(out, [("prune",)], ENTRY)  # only the entry and what it calls
     return out, test
 
 
@@ -536,18 +538,21 @@ class _Reducer:
     def shrink(self) -> None:
         import re
 
+        shape = re.compile(r"tensor<((?:\d+x)+)([a-z][\w<>]*)>")
+
         def types() -> list[str]:
             seen: list[str] = []
             for r in self.inventory():
                 for t in r["results"] + r["operands"]:
-                    if t not in seen and re.fullmatch(r"tensor<(\d+x)+[a-z][\w<>]*>", t):
+                    if t not in seen and shape.fullmatch(t):
                         seen.append(t)
             return seen
 
         def shrunk(t: str, how: str) -> str:
-            *dims, element = t[len("tensor<"):-1].split("x")
+            m = shape.fullmatch(t)  # the element type may hold an x (complex<f32>)
+            dims = m.group(1)[:-1].split("x")
             new = [1 if how == "ones" else max(1, int(d) // 2) for d in dims]
-            return "tensor<" + "".join(f"{d}x" for d in new) + element + ">"
+            return "tensor<" + "".join(f"{d}x" for d in new) + m.group(2) + ">"
 
         for how in ("ones", "half"):
             ts = [t for t in types() if shrunk(t, how) != t]
