@@ -11,6 +11,7 @@ unless the backend or the options say otherwise. A subclass implements
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,9 +104,8 @@ class NativeBackend(Backend):
         except ConformError:
             raise
         except Exception as e:
-            first = str(e).strip().splitlines()
             raise UnsupportedOp(label, "the program does not parse with jaxlib's bindings"
-                                + (f": {first[-1].strip()[:200]}" if first else "")) from None
+                                + _bindings_error(str(e))) from None
         text = splice(text, wrapper_text(frontend.ENTRY_ALIAS, params, results, declared, consts,
                                          replicated_attr(module)))
         if dynamic:
@@ -151,6 +151,8 @@ class NativeBackend(Backend):
             for op in walk_ops(f.body):
                 if is_check(op) and id(op) not in top:
                     raise UnsupportedOp(self.name, f"check op outside the test function's body at {op.loc}")
+                if op.name.startswith("interpreter."):
+                    raise UnsupportedOp(self.name, f"{op.name} at {op.loc}: {_INTERPRETER_OPS.get(op.name, _OTHER)}")
         for op in checks:
             if op.name == "check.expect_serialized_eq":
                 raise UnsupportedOp(self.name, "check.expect_serialized_eq needs interpreter probes")
@@ -170,3 +172,27 @@ class NativeBackend(Backend):
     def run_test(self, module, func, opts) -> dict[str, Any]:
         checks, grouped = self._test_run(module, func, opts)
         return check_outcome(evaluate_checks(module, checks, grouped))
+
+
+# Ops of the reference interpreter's own dialect: tests use them, programs
+# sent to a compiler cannot contain them.
+_OTHER = "an op of the reference interpreter's dialect, not of StableHLO, so no compiled program can hold it"
+_INTERPRETER_OPS = {
+    "interpreter.run_parallel": "the test runs its functions on a grid of processes with the reference "
+                                "interpreter's run_parallel op (not StableHLO); a compiled program cannot "
+                                "hold it",
+    "interpreter.print": "the reference interpreter's print op (not StableHLO); a compiled program cannot hold it",
+    "interpreter.probe": "the reference interpreter's probe op (not StableHLO); a compiled program cannot hold it",
+}
+
+
+def _bindings_error(text: str) -> str:
+    """The bindings' own error of a program they reject (``: <error>``),
+    not the notes after it: the first ``error:`` line without its location."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error:" in ln]
+    if not errors and not lines:
+        return ""
+    line = errors[0] if errors else lines[-1]
+    line = re.sub(r'^.*?\berror:\s*(?:"[^"]*":\d+:\d+:\s*)?', "", line)
+    return f": {line[:300]}"
