@@ -33,6 +33,7 @@ or a timeout) with a timeout, like a test.
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import tempfile
@@ -147,8 +148,6 @@ class Property:
         return self.kind != "script"
 
     def holds(self, outcomes: dict[str, dict], backends: Sequence[str]) -> bool:
-        import re
-
         from .bundle import compare_outcomes
 
         target = self.target or backends[-1]
@@ -224,7 +223,14 @@ def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
     module = frontend.load_text(text, "<program>")[0]
     func = entry_of(module, entry)
     test = not func.param_types and bool(check_ops(func))
-    out, _ = frontend.prepare_entry(module.text, func.name, strip_checks=test)
+    try:
+        out, _ = frontend.prepare_entry(module.text, func.name, strip_checks=test)
+    except ConformError:
+        raise
+    except Exception as e:  # the bindings reject what this package's parser took
+        errors = [ln.strip() for ln in str(e).splitlines() if "error:" in ln] or str(e).strip().splitlines()[-1:]
+        raise ConformError(f"@{func.name} cannot be reduced: the program does not parse with jaxlib's bindings: "
+                           + re.sub(r'^.*?\berror:\s*(?:"[^"]*":\d+:\d+:\s*)?', "", errors[0] if errors else ""))
     out, _ = frontend.edit_module(out, [("rename", frontend.ENTRY_ALIAS, ENTRY)], frontend.ENTRY_ALIAS)
     out, _ = frontend.edit_module(out, [("prune",)], ENTRY)  # only the entry and what it calls
     return out, test
@@ -536,8 +542,6 @@ class _Reducer:
                 i += 1
 
     def shrink(self) -> None:
-        import re
-
         shape = re.compile(r"tensor<((?:\d+x)+)([a-z][\w<>]*)>")
 
         def types() -> list[str]:

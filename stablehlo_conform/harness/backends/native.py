@@ -99,6 +99,10 @@ class NativeBackend(Backend):
                 t = T.TensorType(tuple(np.shape(args[i])), t.element)
             params.append(wire_for(t, self.native, label))
         results = [wire_for(t, self.native, label) for t in result_types]
+        for f in _reachable(module, func):
+            for op in walk_ops(f.body):
+                if op.name.startswith("interpreter."):
+                    raise UnsupportedOp(label, f"{op.name} at {op.loc}: {_INTERPRETER_OPS.get(op.name, _OTHER)}")
         try:
             text, _ = frontend.prepare_entry(module.text, func.name, strip_checks=strip_checks)
         except ConformError:
@@ -151,8 +155,6 @@ class NativeBackend(Backend):
             for op in walk_ops(f.body):
                 if is_check(op) and id(op) not in top:
                     raise UnsupportedOp(self.name, f"check op outside the test function's body at {op.loc}")
-                if op.name.startswith("interpreter."):
-                    raise UnsupportedOp(self.name, f"{op.name} at {op.loc}: {_INTERPRETER_OPS.get(op.name, _OTHER)}")
         for op in checks:
             if op.name == "check.expect_serialized_eq":
                 raise UnsupportedOp(self.name, "check.expect_serialized_eq needs interpreter probes")
