@@ -150,6 +150,13 @@ def test_summary_matrix_and_page_leave_companion_dialects_out():
     assert len(re.findall(r'<tr class="wrong-row"', page)) == 3
 
 
+def test_page_of_a_plugin_that_does_not_load_says_so():
+    doc = {"backend": "pjrt:/x/liba.so", "suites": [], "window": [],
+           "client": {"name": "pjrt:/x/liba.so", "loads": False, "error": "crash: the plugin aborted (SIGABRT)"}}
+    page = render_plugin_page(doc)
+    assert 'id="summary">does not load: crash: the plugin aborted (SIGABRT)</p>' in page
+
+
 # --------------------------------------------------------------------------- #
 # reduce: --entry, complex types, pjrt names
 # --------------------------------------------------------------------------- #

@@ -466,6 +466,10 @@ def render_plugin_page(doc: dict, baseline: Baseline | None = None) -> str:
         '<nav><a href="#wrong">wrong values and crashes</a><a href="#errors">errors</a>'
         '<a href="#matrix-section">op x element type</a><a href="#coverage">unsupported by reason</a>'
         + ('<a href="#window">version window</a>' if doc.get("window") else "") + "</nav>")
+    if not info.get("loads", True):
+        header = (f'<h1 id="title">{_e(title)}</h1><p class="detail">name {_e(backend)}</p>'
+                  f'<p class="summary bad" id="summary">does not load: {_e(str(info.get("error", "")))}</p>')
+        doc = {**doc, "window": []}
     body = "\n".join((
         header,
         _wrong_section(wrong, backend, baseline),
