@@ -70,7 +70,9 @@ def summary_lines(doc: dict, grouped) -> list[str]:
     sh = doc.get("shard")
     where = f" (shard {sh['index']}/{sh['count']})" if sh else ""
     t = f["seconds"]
-    lines = ["", f"seed {f['seed']}{where}: {s['total']} programs on {', '.join(f['backends'])} in "
+    from ..harness.backends import display_name
+
+    lines = ["", f"seed {f['seed']}{where}: {s['total']} programs on {', '.join(map(display_name, f['backends']))} in "
              f"{doc['wall_time']:.1f} s (generate {t['generate']:.1f} s, run {t['run']:.1f} s, "
              f"reduce {t['reduce']:.1f} s)",
              f"  {s['pass']} agree, {s['fail']} disagree, {s['crash'] + s['timeout']} crash or time out, "
