@@ -41,8 +41,11 @@ BAD = ("fail", "crash", "timeout", "error")  # what fails the gate unless a base
 
 
 def is_plugin_program(rec: dict) -> bool:
-    """Whether a test is a program of StableHLO or CHLO ops (what a plugin is sent)."""
-    return str(rec.get("family") or "").startswith(PLUGIN_DIALECTS)
+    """Whether a test is a program a plugin is sent: its op family is a
+    StableHLO or CHLO op (or it has none of its own: ``stablehlo``, ``other``),
+    not an op of a companion dialect."""
+    family = str(rec.get("family") or "")
+    return "." not in family or family.startswith(PLUGIN_DIALECTS)
 
 
 def _dtype(rec: dict) -> str:
