@@ -157,6 +157,22 @@ def test_page_of_a_plugin_that_does_not_load_says_so():
     assert 'id="summary">does not load: crash: the plugin aborted (SIGABRT)</p>' in page
 
 
+def test_unsupported_programs_say_what_and_why(tmp_path):
+    quantized = SUITE / "interpret" / "quantized_ops.mlir"
+    if not quantized.is_file():
+        pytest.skip("../shared/stablehlo-suite is absent")
+    out = tmp_path / "r.json"
+    conform("run", ROOT / "testsuite" / "spec" / "all_gather.mlir", quantized, "--backend", "xla", "--json", out)
+    msgs = {r["id"].rsplit("/", 1)[-1]: r["message"] for r in json.loads(out.read_text())["results"]
+            if r["status"] == "unsupported"}
+    gather = msgs["all_gather.mlir::all_gather_example_1"]
+    assert "interpreter.run_parallel at " in gather and "grid of processes" in gather
+    assert "unregistered dialect" not in gather
+    q = msgs["quantized_ops.mlir::uniform_quantize"]
+    # the bindings' own error, not the note after it
+    assert "'stablehlo.uniform_quantize' op" in q and "note:" not in q and "see current operation" not in q
+
+
 # --------------------------------------------------------------------------- #
 # reduce: --entry, complex types, pjrt names
 # --------------------------------------------------------------------------- #
