@@ -66,12 +66,12 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
 
 
 def summary_lines(doc: dict, grouped) -> list[str]:
+    from ..harness.backends import display_name
+
     s, f = doc["summary"], doc["fuzz"]
     sh = doc.get("shard")
     where = f" (shard {sh['index']}/{sh['count']})" if sh else ""
     t = f["seconds"]
-    from ..harness.backends import display_name
-
     lines = ["", f"seed {f['seed']}{where}: {s['total']} programs on {', '.join(map(display_name, f['backends']))} in "
              f"{doc['wall_time']:.1f} s (generate {t['generate']:.1f} s, run {t['run']:.1f} s, "
              f"reduce {t['reduce']:.1f} s)",
