@@ -1486,7 +1486,8 @@ def edit_module(text: str, edits: list[tuple], entry: str = "main") -> tuple[str
     j); ``("passthrough", k, j)`` (while op k's body returns its argument j
     unchanged); ``("drop_carried", k, j)`` (while op k without its
     loop-carried value j, which nothing uses); ``("unroll", k, n)`` (while op k replaced by n copies of its
-    body); ``("inline",)`` (inline every ``func.call``); ``("rename", old,
+    body); ``("inline",)`` (inline every ``func.call``); ``("prune",)`` (erase
+    every function the entry does not reach through symbol references); ``("rename", old,
     new)``; ``("reshape", {old type text: new type text})`` (every value and
     splat constant of a type takes another). Raises :class:`ParseError` when
     the result does not verify.
@@ -1566,6 +1567,8 @@ def _apply_edit(mod, fop, block, ops, e, provenance) -> None:
         o.erase()
     elif kind == "inline":
         _inline_calls(mod, fop)
+    elif kind == "prune":
+        _prune_functions(mod, fop)
     elif kind == "rename":
         funcs = _module_funcs(mod)
         ir.SymbolTable.replace_all_symbol_uses(e[1], e[2], mod.operation)
@@ -1633,6 +1636,24 @@ def _inline_calls(mod, fop) -> None:
                 f.erase()
                 changed = True
                 break
+
+
+def _prune_functions(mod, fop) -> None:
+    """Erase every ``func.func`` that ``fop`` does not reference, directly
+    or through the functions it references (calls, composites, reducers)."""
+    ir = _state["ir"]
+    funcs = _module_funcs(mod)
+    entry = ir.StringAttr(fop.attributes["sym_name"]).value
+    keep, todo = {entry}, [entry]
+    while todo:
+        text = str(funcs[todo.pop()])
+        for name in funcs:
+            if name not in keep and re.search("@" + re.escape(name) + r"(?![\w.$-])", text):
+                keep.add(name)
+                todo.append(name)
+    for name, f in funcs.items():
+        if name not in keep:
+            f.erase()
 
 
 def _retype(fop, block, mapping: dict[str, str]) -> None:

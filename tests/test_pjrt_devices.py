@@ -21,7 +21,7 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.errors import CheckFailure
-from stablehlo_conform.harness.backends.pjrt import PjrtBackend, short_name
+from stablehlo_conform.harness.backends.pjrt import PjrtBackend
 from stablehlo_conform.harness.cases import Options
 
 from test_pjrt import MESH, SUITE, THREE, WHEEL, _install_plugin, _statuses, conform
@@ -227,9 +227,3 @@ def test_every_devices_results_are_checked(plugin):
     with pytest.raises(CheckFailure, match=r"device 1 returned another result #0 than device 0 \(at \[2\]: "
                                            r"7\.0 against 6\.0\)"):
         _SecondDeviceDiffers(f"pjrt:{plugin}?cpu_device_count=2").run_function(mod, "main", [a], opts)
-
-
-def test_plugin_names_are_short_in_messages():
-    assert short_name("pjrt:/opt/vendor/lib/libvendor_pjrt.so?x=1&device=2") == "pjrt:libvendor_pjrt?x=1&device=2"
-    assert short_name("pjrt:xla_cuda13") == "pjrt:xla_cuda13"
-    assert short_name("xla") == "xla"

@@ -35,7 +35,7 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
     """Generate COUNT random valid StableHLO programs from SEED, run each on
     BACKENDS, compare their results and reduce every disagreement or crash
     to a repro bundle in the output folder."""
-    from ..harness.backends import available
+    from ..harness.backends import BackendUnavailable, check_name
     from ..harness.fuzz import groups, run_campaign
     from ..harness.shard import ShardError, parse_shard
 
@@ -46,9 +46,11 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:
         raise click.UsageError("--backends needs at least two backends to compare")
-    unknown = [b for b in names if b not in available()]
-    if unknown:
-        raise click.UsageError(f"unknown backend(s) {', '.join(unknown)}; available: {', '.join(sorted(available()))}")
+    for n in names:
+        try:
+            check_name(n)
+        except BackendUnavailable as e:
+            raise click.UsageError(str(e)) from None
     if out_dir:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         json_path = json_path or str(Path(out_dir) / "results.json")
@@ -64,11 +66,13 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
 
 
 def summary_lines(doc: dict, grouped) -> list[str]:
+    from ..harness.backends import display_name
+
     s, f = doc["summary"], doc["fuzz"]
     sh = doc.get("shard")
     where = f" (shard {sh['index']}/{sh['count']})" if sh else ""
     t = f["seconds"]
-    lines = ["", f"seed {f['seed']}{where}: {s['total']} programs on {', '.join(f['backends'])} in "
+    lines = ["", f"seed {f['seed']}{where}: {s['total']} programs on {', '.join(map(display_name, f['backends']))} in "
              f"{doc['wall_time']:.1f} s (generate {t['generate']:.1f} s, run {t['run']:.1f} s, "
              f"reduce {t['reduce']:.1f} s)",
              f"  {s['pass']} agree, {s['fail']} disagree, {s['crash'] + s['timeout']} crash or time out, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 
@@ -42,7 +44,6 @@ def ops(programs, dialects, missing):
 
 
 def _will_it_run(programs) -> None:
-    import sys
     from collections import Counter
 
     from ..harness.cases import discover
@@ -65,7 +66,9 @@ def _will_it_run(programs) -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the descriptions as JSON.")
 def backends(names, json_path):
     """List the installed backends; describe PJRT clients (every discovered
-    plugin, the built-in xla client, and any pjrt:... NAMES given)."""
+    plugin, the built-in xla client, and any pjrt:... NAMES given).
+
+    Exit code 1 when a client named in NAMES does not load."""
     from .. import frontend
     from ..harness.backends import available, get_backend
     from ..harness.backends.pjrt import PjrtBackend
@@ -93,15 +96,21 @@ def backends(names, json_path):
         from pathlib import Path
 
         Path(json_path).write_text(json.dumps(described, indent=1))
+    # a client named on the command line that does not load fails the command
+    sys.exit(1 if any(d["name"] in names and not d.get("loads") for d in described) else 0)
 
 
 def _pjrt_line(info: dict) -> str:
+    from ..harness.backends import display_name
+
     if not info.get("loads"):
-        return f"{info['name']} does not load: {info.get('error', '')}"
+        return f"{display_name(info['name'])} does not load: {info.get('error', '')}"
     stated = "" if info["window_stated"] else " (not stated; default window)"
     api = f"PJRT C API {info['pjrt_c_api']}" if info.get("pjrt_c_api") else "built-in client"
     low, cur = (".".join(v.split(".")[:2]) for v in (info["stablehlo_minimum"], info["stablehlo_current"]))
-    return (f"{info['name']} loads: platform {info['platform']} {info['platform_version']}, {api}, "
+    platform = info["platform"] + ("" if info["platform_version"] in ("", info["platform"])
+                                   else f" {info['platform_version']}")
+    return (f"{display_name(info['name'])} loads: platform {platform}, {api}, "
             f"{info['devices']} x {'/'.join(info['device_kinds'])}, StableHLO {low}-{cur}{stated}\n"
             f"    library {info['library']}")
 

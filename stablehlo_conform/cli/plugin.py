@@ -1,7 +1,9 @@
 """``conform plugin-report``: the whole picture of one PJRT plugin.
 
-Exit codes: 0 the report was written (whatever the plugin's results), 1 the
-plugin does not load, 2 usage error.
+Exit codes: 0 the report was written and nothing is wrong (no wrong value,
+crash, timeout or error that the --baseline does not list; unsupported
+programs are coverage, not failures), 1 the plugin does not load or
+something is wrong, 2 usage error.
 """
 
 from __future__ import annotations
@@ -30,16 +32,30 @@ import click
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 256), help="Worker processes.")
 @click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the client and the summaries.")
+@click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
+              help="Known failures (as for 'conform run'): wrong values, crashes and errors it lists do not fail "
+                   "the command.")
 def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, out_dir, html_path, json_path,
-                  junit_path, jobs, timeout, quiet):
+                  junit_path, jobs, timeout, quiet, baseline_path):
     """Run SUITES (default: the project's testsuite and the official suites
     beside it) on the PJRT client BACKEND (pjrt:PATH.so, pjrt:NAME or xla),
     and the sample at each StableHLO version of the client's window: pass
-    rates per op family and element type, every non-pass with its reason."""
+    rates per op family and element type, every non-pass with its reason.
+
+    Exit code 1 when something is wrong: a wrong value, crash, timeout or
+    error not listed in --baseline (or the client does not load)."""
     from ..harness import plugin_report as P
     from .run import backend_name
 
     backend = backend_name(backend, pjrt_options, pjrt_device)
+    baseline = None
+    if baseline_path:
+        from ..harness.gate import Baseline, GateError
+
+        try:
+            baseline = Baseline.load(baseline_path)
+        except GateError as e:
+            raise click.UsageError(str(e)) from None
     if not (backend.startswith("pjrt:") or backend == "xla"):
         raise click.UsageError("plugin-report takes a PJRT client: pjrt:PATH.so, pjrt:NAME or xla")
     paths = [Path(s) for s in suites] or P.default_suites()
@@ -53,13 +69,13 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
     sample_paths = [Path(s) for s in sample] or P.default_sample()
     doc = P.build(backend, paths, sample_paths, versions, jobs, timeout or None,
                   log=lambda s: click.echo(s, err=True))
-    for line in P.text_lines(doc, details=not quiet):
+    for line in P.text_lines(doc, details=not quiet, baseline=baseline):
         click.echo(line)
-    P.write_outputs(doc, json_path, html_path, junit_path)
+    P.write_outputs(doc, json_path, html_path, junit_path, baseline)
     for label, p in (("JSON", json_path), ("HTML", html_path), ("JUnit XML", junit_path)):
         if p:
             click.echo(f"{label}: {p}")
-    sys.exit(0 if doc["client"].get("loads") else 1)
+    sys.exit(P.exit_code(doc, baseline))
 
 
 COMMANDS = [plugin_report]

@@ -32,7 +32,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 @click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
               help=".npz with one array per argument (default: seeded random inputs).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the random inputs.")
-@click.option("--entry", default=None, help="Function to reduce (default: main, or the only public one).")
+@click.option("--entry", default=None,
+              help="Function to reduce (default: main, or the only public one); NAME#N: the N-th function NAME "
+                   "of a file of several modules, as test ids name it.")
 @click.option("--budget", default=120.0, show_default=True, type=float, help="Seconds for the whole reduction.")
 @click.option("--timeout", default=None, type=float,
               help="Seconds per candidate and backend "
@@ -43,20 +45,22 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
     as a repro bundle in OUTPUT."""
     from ..errors import ConformError, InputError
     from ..harness import inputs as I
-    from ..harness.backends import available
+    from ..harness.backends import BackendUnavailable, check_name, display_name, shorten_names
     from ..harness.bundle import expected_values, write_bundle
     from ..harness.reduce import ENTRY, Property, entry_program, reduce_program
-    from .eval import _entry, _fail, _load
+    from .eval import _entry, _fail
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
-    unknown = [n for n in names if n not in available()]
-    if unknown:
-        _fail(f"unknown backend {', '.join(unknown)}; available: {', '.join(sorted(available()))}")
+    for n in names:
+        try:
+            check_name(n)
+        except BackendUnavailable as e:
+            _fail(str(e))
     if prop == "compile-error" and not match:
         _fail("--property compile-error needs --match REGEX")
     if prop == "disagree" and not script and len(names) < 2:
         _fail("--backends needs at least two backends to disagree")
-    module = _load(program)
+    module, entry = _module_of(program, entry)
     func = _entry(module, entry)
     try:
         text, is_test = entry_program(module.text, func.name)
@@ -79,7 +83,9 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
     if not red.holds:
         click.echo(f"the property does not hold on {program}: {red.property}")
         for b, o in red.outcomes.items():
-            click.echo(f"  {b}: {o['status']}" + (f": {o['message'].splitlines()[0][:200]}" if o["message"] else ""))
+            first = shorten_names(o["message"], names).splitlines()[0][:200] if o["message"] else ""
+            click.echo(f"  {display_name(b)}: " + (first if first.startswith(o["status"]) else
+                                                   o["status"] + (f": {first}" if first else "")))
         sys.exit(1)
     if expected is not None and red.text != text:
         expected = None  # the reduced program no longer returns what the checks looked at
@@ -94,6 +100,29 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
                f"in {red.seconds:.1f} s, {red.candidates} candidates"
                + (", stopped by the time budget" if red.stopped_by_budget else ""))
     click.echo(f"repro bundle: {folder}")
+
+
+def _module_of(program: str, entry: str | None):
+    """The module holding ``entry`` (``NAME`` or ``NAME#N``, the N-th
+    function of that name in a file of several modules) and the name."""
+    from .. import load
+    from ..errors import ConformError
+    from .eval import _fail, _load
+
+    if not entry:
+        return _load(program), entry
+    name, _, nth = entry.partition("#")
+    try:
+        mods = load(program, split=True)
+    except ConformError:
+        return _load(program), name  # says why the file does not load
+    having = [m for m in mods if name in m.funcs]
+    n = int(nth) if nth.isdigit() else 1
+    if nth and not nth.isdigit() or n < 1:
+        _fail(f"--entry {entry}: want NAME or NAME#N (N = 1, 2, ...)")
+    if len(having) < n:
+        _fail(f"no function @{entry} in {program}" + (f" ({len(having)} functions @{name})" if having else ""))
+    return having[n - 1], name
 
 
 COMMANDS = [reduce_cmd]

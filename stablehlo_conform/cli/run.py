@@ -48,6 +48,10 @@ def _print_result_line(rec: dict) -> None:
     if rec["status"] == "pass":
         return
     msg = (rec.get("message") or "").strip()
+    if str(rec.get("backend") or "").startswith("pjrt:"):  # the plugin's name, not its library path
+        from ..harness.backends import shorten_names
+
+        msg = shorten_names(msg, [rec["backend"]])
     if rec.get("file"):  # a file name in a diagnostic must not start a line of its own
         msg = msg.replace(rec["file"], printable(rec["file"]))
     first, *rest = msg.splitlines() or [""]

@@ -10,7 +10,6 @@ and JUnit outputs are made from.
 
 from __future__ import annotations
 
-import html
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -106,7 +105,10 @@ def build(backend: str, suites: Sequence[Path], sample: Sequence[Path], versions
 
 
 def _brief(rec: dict) -> dict:
-    return {"id": rec["id"], "status": rec["status"], "message": (rec.get("message") or "")[:500]}
+    from .backends import shorten_names
+
+    message = shorten_names(rec.get("message") or "", [str(rec.get("backend") or "")] if rec.get("backend") else [])
+    return {"id": rec["id"], "status": rec["status"], "message": message[:500]}
 
 
 def _rates(runs: list[dict], keys: Callable[[dict], list[str]]) -> dict[str, dict[str, int]]:
@@ -128,66 +130,76 @@ def _rate(c: dict) -> str:
     return f"{c['pass']}/{c['total']} {100 * c['pass'] / c['total']:.1f}%" if c.get("total") else "-"
 
 
-def text_lines(doc: dict, details: bool = True) -> list[str]:
-    """The report as text; ``details``: with every non-passing test."""
+def text_lines(doc: dict, details: bool = True, baseline: Any = None) -> list[str]:
+    """The report as text; ``details``: with the rates and every non-passing
+    test (wrong values first, then crashes, errors, unsupported)."""
+    from .backends import display_name, shorten_names
+    from .reports.plugin_html import page_summary, summary_line
+    from .triage import KIND_ORDER, kind, signature
+
     info = doc["client"]
-    out = [f"PJRT client {doc['backend']}"]
+    backend = doc["backend"]
+    out = [f"PJRT client {display_name(backend)}"]
     if not info.get("loads"):
         return out + [f"  does not load: {info.get('error', '')}"]
+    platform = info["platform"] + ("" if info["platform_version"] in ("", info["platform"])
+                                   else f" {info['platform_version']}")
     out += [f"  library   {info['library']}",
-            f"  platform  {info['platform']} {info['platform_version']}; PJRT C API {info.get('pjrt_c_api') or '-'}",
+            f"  platform  {platform}; PJRT C API {info.get('pjrt_c_api') or '-'}",
             f"  devices   {info['devices']} x {'/'.join(info['device_kinds'])}",
             f"  StableHLO {info['stablehlo_minimum']} to {info['stablehlo_current']}"
             + ("" if info["window_stated"] else " (not stated by the client: default window)"), ""]
     for run in doc["suites"]:
         out.append(f"{run['suite']}: {_summary_text(run['summary'])} ({run['wall_time']:.1f} s)")
-    for title, key in (("op family", "by_family"), ("element type", "by_dtype")):
-        rows = doc.get(key) or {}
-        if rows:
-            w = max(len(k) for k in rows)
-            out += ["", f"{title:<{w}}  pass rate"] + [f"{k:<{w}}  {_rate(c)}" for k, c in rows.items()]
+    results = [r for run in doc["suites"] for r in run["results"]]
+    summary = page_summary(results, baseline)
+    out += ["", summary_line(summary) + f", {summary['errors']} errors"
+            + (f" ({len(summary['new'])} not in the baseline)" if baseline is not None else "")]
+    if details:
+        for title, key in (("op family", "by_family"), ("element type", "by_dtype")):
+            rows = doc.get(key) or {}
+            if rows:
+                w = max(len(k) for k in rows)
+                out += ["", f"{title:<{w}}  pass rate"] + [f"{k:<{w}}  {_rate(c)}" for k, c in rows.items()]
     if doc["window"]:
         out += ["", "version window (the sample serialized as a portable artifact of each version):"]
         for w in doc["window"]:
             out.append(f"  StableHLO {w['version']:<8} {_summary_text(w['summary'])}")
-    bad = [r for run in doc["suites"] for r in run["results"] if r["status"] != "pass"]
+    bad = [r for r in results if r["status"] != "pass"]
     if bad and details:
-        out += ["", f"not passing ({len(bad)}):"]
-        for r in bad:
-            first = (r.get("message") or "").strip().splitlines()[:1]
+        def order(r: dict) -> int:
+            sig = signature(r)
+            return KIND_ORDER.index(kind(sig.stage)) if sig is not None else len(KIND_ORDER)
+
+        out += ["", f"not passing ({len(bad)}, wrong values first):"]
+        for r in sorted(bad, key=order):
+            first = shorten_names(r.get("message") or "", [backend]).strip().splitlines()[:1]
             out.append(f"  {r['status'].upper():<11} {r['id']}: {first[0][:300] if first else ''}")
     return out
 
 
-def window_html(doc: dict) -> str:
-    """The client description and version window as an HTML section."""
-    info = doc["client"]
-    rows = "".join(
-        f"<tr><td>{html.escape(w['version'])}</td>"
-        + "".join(f"<td>{w['summary'].get(s, 0)}</td>" for s in ("total", *STATUSES))
-        + f"<td>{html.escape('; '.join(sorted({x['message'][:120] for x in w['not_pass']}))[:600])}</td></tr>"
-        for w in doc["window"])
-    head = "".join(f"<th>{h}</th>" for h in ("StableHLO", "tests", *STATUSES, "why not passing"))
-    facts = (f"{html.escape(str(info.get('platform')))} {html.escape(str(info.get('platform_version')))}, "
-             f"PJRT C API {html.escape(str(info.get('pjrt_c_api')))}, {info.get('devices')} devices, "
-             f"StableHLO {html.escape(str(info.get('stablehlo_minimum')))} to "
-             f"{html.escape(str(info.get('stablehlo_current')))}; library {html.escape(str(info.get('library')))}")
-    return (f'<section id="pjrt-client"><h2>PJRT client</h2><p>{facts}</p>'
-            f"<h2>Version window</h2><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></section>")
+def exit_code(doc: dict, baseline: Any = None) -> int:
+    """1 when the client does not load, or some result is a wrong value, a
+    crash (or timeout) or an error that ``baseline`` does not list; else 0."""
+    from .reports.plugin_html import page_summary
+
+    if not doc["client"].get("loads"):
+        return 1
+    return 1 if page_summary(doc.get("results") or [], baseline)["new"] else 0
 
 
-def write_outputs(doc: dict, json_path: str | None, html_path: str | None, junit_path: str | None) -> None:
+def write_outputs(doc: dict, json_path: str | None, html_path: str | None, junit_path: str | None,
+                  baseline: Any = None) -> None:
     if json_path:
         import json
 
         Path(json_path).write_text(json.dumps(doc, indent=1, default=str))
     if html_path:
-        from .reports.html import render_html
+        from .reports.plugin_html import render_plugin_page
 
-        page = render_html(doc["suites"], None, f"PJRT plugin report: {doc['backend']}")
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(page.replace("</body>", window_html(doc) + "\n</body>", 1), encoding="utf-8")
+        Path(html_path).write_text(render_plugin_page(doc, baseline), encoding="utf-8")
     if junit_path:
         from .reports.junit import write_junit
 
-        write_junit(junit_path, doc["suites"])
+        write_junit(junit_path, doc["suites"], baseline)

@@ -33,6 +33,7 @@ or a timeout) with a timeout, like a test.
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import tempfile
@@ -147,8 +148,6 @@ class Property:
         return self.kind != "script"
 
     def holds(self, outcomes: dict[str, dict], backends: Sequence[str]) -> bool:
-        import re
-
         from .bundle import compare_outcomes
 
         target = self.target or backends[-1]
@@ -215,7 +214,8 @@ def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
     """The program the reducer works on: ``entry`` (default: ``main`` or the
     only public function) renamed ``main``; a self-checking test (no
     arguments, check ops) has its checks stripped and returns the values they
-    checked. Returns ``(text, was_a_test)``."""
+    checked; the functions the entry does not reach are dropped. Returns
+    ``(text, was_a_test)``."""
     from .. import frontend
     from .backends.base import check_ops
     from .diff import entry_of
@@ -223,8 +223,16 @@ def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
     module = frontend.load_text(text, "<program>")[0]
     func = entry_of(module, entry)
     test = not func.param_types and bool(check_ops(func))
-    out, _ = frontend.prepare_entry(module.text, func.name, strip_checks=test)
+    try:
+        out, _ = frontend.prepare_entry(module.text, func.name, strip_checks=test)
+    except ConformError:
+        raise
+    except Exception as e:  # the bindings reject what this package's parser took
+        errors = [ln.strip() for ln in str(e).splitlines() if "error:" in ln] or str(e).strip().splitlines()[-1:]
+        raise ConformError(f"@{func.name} cannot be reduced: the program does not parse with jaxlib's bindings: "
+                           + re.sub(r'^.*?\berror:\s*(?:"[^"]*":\d+:\d+:\s*)?', "", errors[0] if errors else ""))
     out, _ = frontend.edit_module(out, [("rename", frontend.ENTRY_ALIAS, ENTRY)], frontend.ENTRY_ALIAS)
+    out, _ = frontend.edit_module(out, [("prune",)], ENTRY)  # only the entry and what it calls
     return out, test
 
 
@@ -534,20 +542,21 @@ class _Reducer:
                 i += 1
 
     def shrink(self) -> None:
-        import re
+        shape = re.compile(r"tensor<((?:\d+x)+)([a-z][\w<>]*)>")
 
         def types() -> list[str]:
             seen: list[str] = []
             for r in self.inventory():
                 for t in r["results"] + r["operands"]:
-                    if t not in seen and re.fullmatch(r"tensor<(\d+x)+[a-z][\w<>]*>", t):
+                    if t not in seen and shape.fullmatch(t):
                         seen.append(t)
             return seen
 
         def shrunk(t: str, how: str) -> str:
-            *dims, element = t[len("tensor<"):-1].split("x")
+            m = shape.fullmatch(t)  # the element type may hold an x (complex<f32>)
+            dims = m.group(1)[:-1].split("x")
             new = [1 if how == "ones" else max(1, int(d) // 2) for d in dims]
-            return "tensor<" + "".join(f"{d}x" for d in new) + element + ">"
+            return "tensor<" + "".join(f"{d}x" for d in new) + m.group(2) + ">"
 
         for how in ("ones", "half"):
             ts = [t for t in types() if shrunk(t, how) != t]

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .backends import display_name, shorten_names
+
 STAGES = ("parse", "verify", "unsupported", "compile", "run", "crash", "timeout", "wrong value", "no test")
 
 _OP_NAME = r"[a-z_][a-z0-9_]*\.[A-Za-z_][\w.$-]*"
@@ -39,6 +41,7 @@ _LEADING_OP = re.compile(rf"^({_OP_NAME}) at ", re.M)  # a kernel error: '<op> a
 _NATIVE_OP = re.compile(rf"Unsupported op:\s*(?:%[\w#]+(?::\d+)? = )?\"?({_OP_NAME})")
 _NATIVE_LINE = re.compile(r"(LLVM ERROR:.*|F\d{4} .*|Check failed:.*|terminate called.*|Assertion .* failed.*|"
                           r"Fatal Python error:.*|Segmentation fault.*)")
+_CHECK_TARGET = re.compile(r"@(check\.[\w.]+)")
 _SIGNAL = re.compile(r"\b(SIG[A-Z]+)\b")
 
 # Normalisation, applied in order to one line of a message.
@@ -49,7 +52,7 @@ _NORMALISE: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"<path>(?::\d+)+"), "<path>"),
     (re.compile(r"\bloc\([^)]*\)"), "loc(..)"),
     (re.compile(r"%[\w#.$-]+"), "%v"),
-    (re.compile(r"@[\w.$-]+"), "@f"),
+    (re.compile(r"@(?!check\.)[\w.$-]+"), "@f"),  # the checks' own names stay
     (re.compile(r"\b(tensor|vector|memref)<[^<>]*(?:<[^<>]*>[^<>]*)*>"), r"\1<..>"),
     (re.compile(r"0x[0-9A-Fa-f]+"), "0x.."),
     (re.compile(r"\[[-+\d.,\s eEinfa()j]*\]"), "[..]"),
@@ -57,6 +60,19 @@ _NORMALISE: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"\b(?:nan|inf)\b", re.I), "N"),
     (re.compile(r"\s+"), " "),
 )
+
+
+# What a stage says about the backend, in the order triage lists groups:
+# wrong values first (the backend computed something else), then crashes,
+# then errors (it refused a program it should take), then unsupported.
+KIND_ORDER = ("wrong value", "crash", "error", "unsupported")
+
+
+def kind(stage: str) -> str:
+    """The outcome kind of a stage (one of :data:`KIND_ORDER`)."""
+    if stage in ("wrong value", "unsupported"):
+        return stage
+    return "crash" if stage in ("crash", "timeout") else "error"
 
 
 @dataclass(frozen=True, order=True)
@@ -104,7 +120,10 @@ def normalise(line: str) -> str:
 
 
 def _message_lines(rec: dict[str, Any]) -> list[str]:
-    return [ln.strip() for ln in str(rec.get("message") or "").splitlines() if ln.strip()]
+    text = str(rec.get("message") or "")
+    if rec.get("backend"):  # a plugin's library path reads as the plugin's name
+        text = shorten_names(text, [str(rec["backend"])])
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
 
 
 def _stage(rec: dict[str, Any], lines: list[str]) -> str:
@@ -131,6 +150,10 @@ def _op(rec: dict[str, Any], lines: list[str]) -> str:
     for pattern in (_NATIVE_OP, _UNSUPPORTED_OP, _QUOTED_OP, _LEADING_OP):
         m = pattern.search(text)
         if m:
+            if m.group(1) == "stablehlo.custom_call":  # a check op spelled as a custom call: its target
+                target = _CHECK_TARGET.search(text)
+                if target:
+                    return target.group(1)
             return m.group(1)
     return str(rec.get("family") or "")
 
@@ -186,7 +209,7 @@ class Group:
 
     @property
     def backends(self) -> list[str]:
-        return sorted({str(r.get("backend") or "numpy") for r in self.results})
+        return sorted({display_name(str(r.get("backend") or "numpy")) for r in self.results})
 
     @property
     def example(self) -> dict[str, Any]:
@@ -203,7 +226,9 @@ class Group:
 
 
 def triage(results: Iterable[dict[str, Any]]) -> list[Group]:
-    """Non-pass results grouped by signature, largest group first."""
+    """Non-pass results grouped by signature: wrong values first, then
+    crashes and timeouts, errors, unsupported (:data:`KIND_ORDER`); the
+    largest group first within each."""
     groups: dict[tuple[str, str, str], Group] = {}
     for rec in results:
         sig = signature(rec)
@@ -213,7 +238,7 @@ def triage(results: Iterable[dict[str, Any]]) -> list[Group]:
         g.results.append(rec)
         if sig.dtype:
             g.dtypes.add(sig.dtype)
-    return sorted(groups.values(), key=lambda g: (-g.count, g.key))
+    return sorted(groups.values(), key=lambda g: (KIND_ORDER.index(kind(g.key[0])), -g.count, g.key))
 
 
 def triage_runs(docs: Sequence[dict[str, Any]]) -> list[Group]:

@@ -15,6 +15,7 @@ grid's program runs on the backend, one device per process.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -135,15 +136,19 @@ class NativeBackend(Backend):
                 t = T.TensorType(tuple(np.shape(args[i])), t.element)
             params.append(wire_for(t, self.native, label))
         results = [wire_for(t, self.native, label) for t in result_types]
-        keep = None if grid is None else frozenset(f.name for f in _reachable(module, func))
+        reachable = _reachable(module, func)
+        for f in reachable:
+            for op in walk_ops(f.body):
+                if op.name.startswith("interpreter."):
+                    raise UnsupportedOp(label, f"{op.name} at {op.loc}: {_INTERPRETER_OPS.get(op.name, _OTHER)}")
+        keep = None if grid is None else frozenset(f.name for f in reachable)
         try:
             text, _ = frontend.prepare_entry(module.text, func.name, strip_checks=strip_checks, keep=keep, grid=grid)
         except ConformError:
             raise
         except Exception as e:
-            first = str(e).strip().splitlines()
             raise UnsupportedOp(label, "the program does not parse with jaxlib's bindings"
-                                + (f": {first[-1].strip()[:200]}" if first else "")) from None
+                                + _bindings_error(str(e))) from None
         # a grid's processes each hold their own values: the wrapper's are manual on partitioned grids
         attr = replicated_attr(module) if grid is None else (
             (lambda t: '{mhlo.sharding = "{manual}"}') if grid[1] > 1 else None)
@@ -283,3 +288,27 @@ class NativeBackend(Backend):
             return check_outcome(self._grid_engine(module, func, opts).checks)
         checks, grouped = self._test_run(module, func, opts)
         return check_outcome(evaluate_checks(module, checks, grouped))
+
+
+# Ops of the reference interpreter's own dialect: tests use them, programs
+# sent to a compiler cannot contain them.
+_OTHER = "an op of the reference interpreter's dialect, not of StableHLO, so no compiled program can hold it"
+_INTERPRETER_OPS = {
+    "interpreter.run_parallel": "a grid of processes run by the reference interpreter's run_parallel op "
+                                "(not StableHLO) inside another function; a compiled program cannot hold it "
+                                "(a test's own body may hold grids: they run on the backend's devices)",
+    "interpreter.print": "the reference interpreter's print op (not StableHLO); a compiled program cannot hold it",
+    "interpreter.probe": "the reference interpreter's probe op (not StableHLO); a compiled program cannot hold it",
+}
+
+
+def _bindings_error(text: str) -> str:
+    """The bindings' own error of a program they reject (``: <error>``),
+    not the notes after it: the first ``error:`` line without its location."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error:" in ln]
+    if not errors and not lines:
+        return ""
+    line = errors[0] if errors else lines[-1]
+    line = re.sub(r'^.*?\berror:\s*(?:"[^"]*":\d+:\d+:\s*)?', "", line)
+    return f": {line[:300]}"

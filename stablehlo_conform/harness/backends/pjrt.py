@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import CheckFailure, UnsupportedOp
+from . import display_name
 from .base import BackendError, BackendUnavailable
 from .native import NativeBackend
 
@@ -287,18 +288,6 @@ def jax_create_options(name: str) -> dict[str, Any]:
         return {}
 
 
-def short_name(name: str) -> str:
-    """A backend name for messages: a ``pjrt:`` library path shortened to
-    the library's base name (``pjrt:/opt/v/libvendor_pjrt.so?x=1`` ->
-    ``pjrt:libvendor_pjrt?x=1``); other names as they are."""
-    if not name.startswith(PREFIX):
-        return name
-    target, sep, query = name[len(PREFIX):].partition("?")
-    if "/" in target or target.endswith((".so", ".dylib", ".dll")):
-        target = re.sub(r"\.(so|dylib|dll)$", "", os.path.basename(target))
-    return PREFIX + target + sep + query
-
-
 # --------------------------------------------------------------------------- #
 # The backend
 # --------------------------------------------------------------------------- #
@@ -335,7 +324,7 @@ class PjrtBackend(NativeBackend):
 
     @property
     def label(self) -> str:
-        return short_name(self.name)
+        return display_name(self.name)
 
     def check_available(self) -> None:
         try:
