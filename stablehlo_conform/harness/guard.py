@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import stat
 import tempfile
@@ -193,6 +194,33 @@ def atomic_path(path: str | Path) -> Iterator[str]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | Path) -> Iterator[Path]:
+    """A temporary folder beside ``path`` to fill; when the block ends
+    without an exception it becomes ``path`` (renamed, when ``path`` is
+    missing or empty) or its files replace those of the same name in
+    ``path`` one by one; removed otherwise."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
+    try:
+        yield tmp
+        if target.is_dir() and not any(target.iterdir()):
+            target.rmdir()
+        if not target.exists():
+            os.replace(tmp, target)
+            return
+        for src in sorted(tmp.rglob("*")):
+            dst = target / src.relative_to(tmp)
+            if src.is_dir():
+                dst.mkdir(exist_ok=True)
+            else:
+                os.replace(src, dst)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
