@@ -109,11 +109,12 @@ def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | 
     out = Path(out_dir) if out_dir else None
     t0 = time.monotonic()
     results: list[dict] = []
-    runners = IsolatedBackends(backends, timeout)
+    runners = None
     timing = {"generate": 0.0, "run": 0.0, "reduce": 0.0}
     planned = indices(count, shard)
     stopped: BaseException | None = None
     try:
+        runners = IsolatedBackends(backends, timeout)
         for i in planned:
             t = time.monotonic()
             try:
@@ -152,7 +153,8 @@ def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | 
     except stop as e:
         stopped = e
     finally:
-        runners.close()
+        if runners is not None:
+            runners.close()
     wall = time.monotonic() - t0
     universe = f"fuzz seed={seed} count={count}"
     extra: dict[str, Any] = {}

@@ -136,6 +136,13 @@ def prepare_outputs(outputs: Mapping[str, str | None], keep: str | None = None,
     (files this creates are removed again, ``keep`` aside); ``folders``
     (option -> folder path) are created. Two options naming one file, a
     folder given as a file or a file as a folder are :class:`GuardError`."""
+    for opt, p in (folders or {}).items():
+        if p:
+            if Path(p).exists() and not Path(p).is_dir():
+                raise GuardError(f"{opt} {p}: is a file, not a folder")
+            _make_folder(opt, p, Path(p))
+            if not os.access(p, os.W_OK | os.X_OK):
+                raise GuardError(f"{opt} {p}: cannot be written: permission denied")
     given = {opt: p for opt, p in outputs.items() if p}
     seen: dict[str, str] = {}
     for opt, p in given.items():
@@ -156,13 +163,6 @@ def prepare_outputs(outputs: Mapping[str, str | None], keep: str | None = None,
             raise GuardError(f"{opt} {p}: cannot be written: {e.strerror or e}") from None
         if not existed and p != keep:
             path.unlink()
-    for opt, p in (folders or {}).items():
-        if p:
-            if Path(p).exists() and not Path(p).is_dir():
-                raise GuardError(f"{opt} {p}: is a file, not a folder")
-            _make_folder(opt, p, Path(p))
-            if not os.access(p, os.W_OK | os.X_OK):
-                raise GuardError(f"{opt} {p}: cannot be written: permission denied")
 
 
 def _make_folder(opt: str, given: str, folder: Path) -> None:

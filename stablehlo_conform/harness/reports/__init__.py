@@ -69,7 +69,8 @@ def load_results(path: str | Path) -> dict[str, Any]:
             raise ReportError(f"{path}: {why}" if "needs a string" not in why else
                               f"{path}: a result lacks 'id' or 'status'")
     for name, types, what in _RUN_FIELDS:
-        if not isinstance(doc.get(name), types):
+        v = doc.get(name)
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
             raise ReportError(f"{path}: field {name!r} must be {what}, not {type(doc.get(name)).__name__}")
     for name in ("not_run",):
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (doc.get(name) or {}).values()):
