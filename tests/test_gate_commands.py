@@ -328,6 +328,18 @@ def test_fifos_and_devices_are_refused_as_inputs_without_hanging(tmp_path, args,
     usage_error(r, "not a regular file")
 
 
+@pytest.mark.parametrize("option", ["--conform-baseline", "--conform-accuracy-profile"])
+def test_the_pytest_plugin_refuses_a_fifo_as_baseline_or_accuracy_profile(tmp_path, option):
+    (tmp_path / "ok.mlir").write_text(PASSING)
+    os.mkfifo(tmp_path / "fifo")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--conform", option,
+                        str(tmp_path / "fifo"), str(tmp_path / "ok.mlir")], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    # a usage error at start (the baseline), or on the first test that reads the profile; never a hang
+    assert r.returncode == (4 if option == "--conform-baseline" else 1), r.stdout + r.stderr
+    assert "not a regular file (a FIFO)" in r.stdout + r.stderr
+
+
 def test_inputs_over_the_size_bound_are_refused_before_reading(tmp_path):
     (tmp_path / "ok.mlir").write_text(PASSING)
     conform("run", tmp_path / "ok.mlir", "--json", tmp_path / "r.json", "--jsonl", tmp_path / "r.jsonl")

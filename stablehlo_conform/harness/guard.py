@@ -134,15 +134,18 @@ def prepare_outputs(outputs: Mapping[str, str | None], keep: str | None = None,
     """Make every output usable before any work: ``outputs`` (option ->
     file path) get their folder created and are opened for appending once
     (files this creates are removed again, ``keep`` aside); ``folders``
-    (option -> folder path) are created. Two options naming one file, a
+    (option -> folder path) can be created (its parents are). Two options naming one file, a
     folder given as a file or a file as a folder are :class:`GuardError`."""
     for opt, p in (folders or {}).items():
         if p:
             if Path(p).exists() and not Path(p).is_dir():
                 raise GuardError(f"{opt} {p}: is a file, not a folder")
+            existed = Path(p).exists()
             _make_folder(opt, p, Path(p))
             if not os.access(p, os.W_OK | os.X_OK):
                 raise GuardError(f"{opt} {p}: cannot be written: permission denied")
+            if not existed:  # made when there is something to put in it
+                Path(p).rmdir()
     given = {opt: p for opt, p in outputs.items() if p}
     seen: dict[str, str] = {}
     for opt, p in given.items():
