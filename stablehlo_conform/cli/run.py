@@ -162,7 +162,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         except GuardError as e:
             raise click.UsageError(str(e)) from None
     outputs_ready({"--json": json_path, "--jsonl": jsonl_path, "--junit-xml": junit_path, "--html": html_path},
-                   keep=jsonl_path if resume else None)
+                  keep=jsonl_path if resume else None)
     settings = {"backend": backend, "compare": list(opts.compare), "timeout": timeout, "load_timeout": load_timeout,
                 "max_bytes": opts.max_bytes, "pattern": pattern,
                 "paths": sorted(str(Path(p).resolve()) for p in paths),

@@ -28,7 +28,6 @@ from .guard import GuardError, read_input
 
 STREAM_FORMAT = "stablehlo-conform-stream"
 STREAM_VERSION = 1
-META_KINDS = ("header", "end")
 
 # result fields the reports, the triage and the gates read: the types they must have
 _TEXT = (str, type(None))
