@@ -1026,17 +1026,27 @@ class _Lowerer:
         out: dict[str, Any] = {}
         attrs = op.attributes
         n = len(attrs)
-        generic = None
+        short = full = None
         for i in range(n):
             name = attrs[i].name
             try:
                 a = attrs[name]
             except TypeError:
                 # element types the bindings cannot hand out (e.g. complex):
-                # decode the attribute from the op's printed generic form.
-                if generic is None:
-                    generic = op.get_asm(print_generic_op_form=True, skip_regions=True)
-                out[name] = self._attr_from_generic(generic, name)
+                # decode the attribute from the op's printed generic form,
+                # printed first with every non-splat literal elided, so its
+                # type meets the memory budget before its values are printed
+                if short is None:
+                    short = op.get_asm(print_generic_op_form=True, skip_regions=True, large_elements_limit=1)
+                elided = re.search(re.escape(name) + r" = dense_resource<__elided__> : (tensor<[^{}]*?>)(?=[,}])",
+                                   short)
+                if elided is None:
+                    out[name] = self._attr_from_generic(short, name)
+                    continue
+                _check_budget(T.parse_type_text(elided.group(1)))
+                if full is None:
+                    full = op.get_asm(print_generic_op_form=True, skip_regions=True)
+                out[name] = self._attr_from_generic(full, name)
                 continue
             out[name] = self.attr(a)
         return out

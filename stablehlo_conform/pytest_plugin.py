@@ -205,8 +205,13 @@ def _options(config: pytest.Config):
     opts = Options(backend=_backend_name(config), timeout=timeout, max_bytes=_budget(config))
     profile = config.getoption("conform_accuracy_profile", None)
     if profile:
+        from .harness.guard import GuardError, check_input
         from .oracle.classes import accuracy_profile_option
 
+        try:  # a regular file within the bound of inputs, before it is read
+            check_input(profile, "--conform-accuracy-profile")
+        except GuardError as e:
+            raise pytest.UsageError(str(e)) from None
         opts.extra["accuracy_profile"] = accuracy_profile_option(profile, pytest.UsageError)
     return opts
 

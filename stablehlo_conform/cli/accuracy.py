@@ -1,5 +1,10 @@
 """``conform accuracy``: max ULP error and share of correctly rounded results of a backend's
-element-wise float math, per op and element type, against the exact values."""
+element-wise float math, per op and element type, against the exact values.
+
+Exit codes: 0 the tables were written, 2 usage error, 130 / 143 interrupted by
+SIGINT / SIGTERM (the cells measured are kept in ``--jsonl`` and the tables of
+what was measured are written, marked incomplete).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,10 @@ import sys
 import time
 
 import click
+
+from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
+from ..harness.stream import StreamError, read_lines, repair
+from .common import outputs_ready, usable_backend
 
 
 def _resolve_ops(names):
@@ -74,6 +83,11 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
         ElementType(t)
     if render_only and not jsonl_path:
         raise click.UsageError("--render-only needs --jsonl")
+    for b in backends:
+        usable_backend(b)
+    known, runs = _read_jsonl(A, jsonl_path) if jsonl_path and os.path.lexists(jsonl_path) else ([], [])
+    outputs_ready({"-o": output, "--json": json_path, "--jsonl": jsonl_path, "--write-defaults": defaults_path},
+                  keep=jsonl_path)
     samples = samples or A.DEFAULT_SAMPLES
     start = time.perf_counter()
     argv = " ".join(a if " " not in a and "<" not in a else repr(a) for a in sys.argv[1:])
@@ -83,10 +97,8 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
         if not quiet:
             click.echo(line, err=True)
 
-    known, runs, sink, fresh = [], [], None, []
+    sink, fresh = None, []
     if jsonl_path:
-        if os.path.exists(jsonl_path):
-            known, runs = A.read_jsonl(jsonl_path)
         sink = open(jsonl_path, "a")
 
     def on_cells(cells):
@@ -97,11 +109,19 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
             sink.flush()
 
     finished = False
+    interrupted: Interrupted | None = None
+    full_ops = _resolve_ops(ops) if ops else None
     try:
-        cells = A.measure(backends, _resolve_ops(ops) if ops else None, types or None, samples, seed, progress,
-                          jobs, known, on_cells, measure_missing=not render_only)
+        with interruptible():
+            cells = A.measure(backends, full_ops, types or None, samples, seed, progress, jobs, known, on_cells,
+                              measure_missing=not render_only)
         finished = True
+    except Interrupted as e:  # the cells measured so far are reported
+        interrupted = e
+        cells = [c for c in [*known, *fresh] if c.backend in backends and (full_ops is None or c.op in full_ops)
+                 and (not types or c.type in types)]
     finally:
+        ignore_interrupts()  # from here on what was measured is written whatever arrives
         if fresh:  # the wall time of this run, also when it is interrupted
             record = A.run_record(command, jobs, time.perf_counter() - start, fresh, finished)
             runs.append(record["run"])
@@ -111,18 +131,54 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
             sink.close()
     meta = {"command": command, "samples": samples, "seed": seed, "backends": list(backends), "runs": runs}
     text = A.render_markdown(cells, meta, runs=runs)
+    if interrupted is not None:
+        note = (f"INCOMPLETE: interrupted by {interrupted.name} after {len(fresh)} cells of this run; "
+                "the cells not measured are missing")
+        meta.update(complete=False, interrupted=interrupted.name)
+        text += f"\n\n{note}"
+        click.echo(note, err=True)
     if output:
-        with open(output, "w") as f:
-            f.write(text + "\n")
+        write_atomic(output, text + "\n")
         total = sum(c.seconds or 0.0 for c in cells)
         click.echo(f"wrote {output} ({len(cells)} cells, {total / 60:.1f} minutes of cell time)")
     else:
         click.echo(text)
     if json_path:
-        with open(json_path, "w") as f:
-            json.dump(A.cells_json(cells, meta), f, indent=1)
-    if defaults_path:
+        write_atomic(json_path, json.dumps(A.cells_json(cells, meta), indent=1))
+    if defaults_path and interrupted is None:
         _write_defaults(A, cells, defaults_path, command)
+    elif defaults_path:
+        click.echo(f"{defaults_path} not written: bounds from an interrupted measurement would be partial", err=True)
+    if interrupted is not None:
+        sys.exit(interrupted.exit_code)
+
+
+def _read_jsonl(A, path):
+    """The cells and run records of a ``--jsonl`` file: a regular file within
+    the bound of inputs; a last line cut by a killed run is cut off the file
+    (as ``conform run --resume`` does); any other bad line is a usage error."""
+    try:
+        lines = read_lines(path, "--jsonl")
+    except StreamError as e:
+        raise click.UsageError(str(e)) from None
+    cells, runs = [], []
+    for lineno, d in lines.values:
+        try:
+            if not isinstance(d, dict):
+                raise TypeError(f"a line must be a JSON object, not {type(d).__name__}")
+            if "run" in d:
+                if not isinstance(d["run"], dict):
+                    raise TypeError("'run' must be an object")
+                runs.append(d["run"])
+            else:
+                cells.append(A.cell_from_dict(d))
+        except (TypeError, ValueError, KeyError) as e:
+            raise click.UsageError(f"{path}: line {lineno}: not a cell or run record of 'conform accuracy' ({e})") \
+                from None
+    if lines.cut:
+        repair(path, lines)
+        click.echo(f"{path}: a last line cut short (a killed run) was dropped", err=True)
+    return cells, runs
 
 
 def _write_defaults(A, cells, path, command):
@@ -131,8 +187,7 @@ def _write_defaults(A, cells, path, command):
     base = path if os.path.exists(path) else DEFAULTS_FILE
     with open(base) as f:
         doc = A.ulp_defaults(cells, json.load(f), source=command)
-    with open(path, "w") as f:
-        f.write(A.defaults_text(doc))
+    write_atomic(path, A.defaults_text(doc))
     click.echo(f"wrote {path} ({len(doc['ops'])} ops, {len(doc['flagged'])} cells flagged)")
 
 

@@ -21,6 +21,8 @@ import click
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from ..errors import ConformError, InputError, ParseError
+from ..harness.guard import GuardError, atomic_path, prepare_outputs, write_atomic
+from .common import SECONDS, InputFile
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -42,6 +44,21 @@ def _load(path: str):
     if not mods:
         _fail(f"{path}: no module found")
     return mods[0]
+
+
+def _outputs(outputs: dict, folders: dict | None = None) -> None:
+    """Every output usable before the program runs (see :mod:`..harness.guard`)."""
+    try:
+        prepare_outputs(outputs, folders=folders)
+    except GuardError as e:
+        _fail(str(e))
+
+
+def _save_npz(path: str, arrays: dict) -> None:
+    from ..harness import inputs as I
+
+    with atomic_path(path) as tmp:
+        I.save_npz(tmp, arrays)
 
 
 def _print_unsupported(module) -> None:
@@ -105,8 +122,8 @@ def _format_array(name: str, ttype, a) -> str:
 
 
 @click.command("eval")
-@click.argument("program", type=click.Path(exists=True, dir_okay=False))
-@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
+@click.argument("program", type=InputFile(bounded=False))
+@click.option("--inputs", "inputs_path", type=InputFile(bounded=False),
               help=".npz with one array per argument (arg0, arg1, ... or argument names).")
 @click.option("--random", "use_random", is_flag=True, help="Seeded random inputs per argument type.")
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -118,13 +135,13 @@ def _format_array(name: str, ttype, a) -> str:
 @click.option("--print", "print_", is_flag=True, help="Print the results.")
 @click.option("--profile", is_flag=True, help="Per-op wall time and call counts (numpy backend).")
 @click.option("--profile-json", type=click.Path(dir_okay=False), help="Write the profile as JSON.")
-@click.option("--top", default=15, show_default=True, help="Ops shown by --profile.")
-@click.option("--timeout", default=0.0, type=float, help="Seconds (0: none).")
+@click.option("--top", default=15, show_default=True, type=click.IntRange(1), help="Ops shown by --profile.")
+@click.option("--timeout", default=0.0, type=SECONDS, help="Seconds (0: none).")
 @click.option("--num-replicas", type=click.IntRange(1), default=None,
               help="Process grid (numpy backend; default: the module's mhlo.num_replicas).")
 @click.option("--num-partitions", type=click.IntRange(1), default=None,
               help="Process grid (numpy backend; default: the module's mhlo.num_partitions).")
-@click.option("--infeed", "infeed_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--infeed", "infeed_path", type=InputFile(bounded=False),
               help=".npz whose arrays (in order) are the infeed queue, one array per infeed op.")
 @click.option("--outfeed", "outfeed_path", type=click.Path(dir_okay=False),
               help="Write the values given to outfeed ops to .npz (outfeed0, outfeed1, ...).")
@@ -138,6 +155,7 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
 
     if inputs_path and use_random:
         _fail("give either --inputs or --random")
+    _outputs({"--output": output, "--profile-json": profile_json, "--outfeed": outfeed_path})
     try:
         check_name(backend)
     except BackendUnavailable as e:
@@ -155,7 +173,10 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
     if infeed_path or outfeed_path or grid:
         from types import SimpleNamespace
 
-        feed = list(I.load_npz(infeed_path).values()) if infeed_path else []
+        try:
+            feed = list(I.load_npz(infeed_path).values()) if infeed_path else []
+        except InputError as e:
+            _fail(str(e))
         opts.io = SimpleNamespace(infeed=feed, outfeed=[], processes=None)
     prof: dict | None = {} if (profile or profile_json) else None
     t0 = time.perf_counter()
@@ -191,15 +212,15 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
         return f"r{pid[0]}p{pid[1]}_out{i}" if multi else f"out{i}"
 
     if output:
-        I.save_npz(output, {key(pid, i): r for pid, res in sorted(per_process.items())
-                            for i, r in enumerate(res)})
+        _save_npz(output, {key(pid, i): r for pid, res in sorted(per_process.items())
+                           for i, r in enumerate(res)})
     if print_ or not output:
         for pid, res in sorted(per_process.items()):
             for i, (r, t) in enumerate(zip(res, func.result_types)):
                 click.echo(_format_array(key(pid, i), t, r))
     if outfeed_path and io_ is not None:
         flat = [v for values in io_.outfeed for v in values]
-        I.save_npz(outfeed_path, {f"outfeed{i}": v for i, v in enumerate(flat)})
+        _save_npz(outfeed_path, {f"outfeed{i}": v for i, v in enumerate(flat)})
     if prof is not None:
         total = sum(v[1] for v in prof.values())
         rows = sorted(prof.items(), key=lambda kv: -kv[1][1])
@@ -211,25 +232,26 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
         if profile_json:
             doc = {"wall_seconds": wall, "kernel_seconds": total,
                    "ops": {k: {"count": v[0], "seconds": v[1]} for k, v in rows}}
-            Path(profile_json).write_text(json.dumps(doc, indent=1))
+            write_atomic(profile_json, json.dumps(doc, indent=1))
 
 
 @click.command("diff")
-@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.argument("program", type=InputFile(bounded=False))
 @click.option("--backends", default="numpy,xla", show_default=True,
               help="Comma-separated backends; the first is the baseline.")
-@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--inputs", "inputs_path", type=InputFile(bounded=False),
               help=".npz with one array per argument (default: seeded random inputs).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--entry", default=None)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the report as JSON.")
 @click.option("--localise", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Run every op alone on every backend: on mismatch (auto), always or never.")
-@click.option("--max-ops", default=300, show_default=True, help="Op runs compared when localising.")
-@click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
+@click.option("--max-ops", default=300, show_default=True, type=click.IntRange(1),
+              help="Op runs compared when localising.")
+@click.option("--timeout", default=120.0, show_default=True, type=SECONDS, help="Seconds per backend call (0: none).")
 @click.option("--repro-dir", type=click.Path(file_okay=False),
               help="When the backends disagree or one crashes: write a repro bundle into DIR/<program>.")
-@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+@click.option("--accuracy-profile", "accuracy_profile", type=InputFile(),
               help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
 def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, repro_dir,
              accuracy_profile):
@@ -240,6 +262,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:
         _fail("--backends needs at least two backends")
+    _outputs({"--json": json_path}, folders={"--repro-dir": repro_dir})
     for n in names:
         try:
             check_name(n)
@@ -265,7 +288,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     for line in format_report(report):
         click.echo(line)
     if json_path:
-        Path(json_path).write_text(json.dumps(report, indent=1, default=str))
+        write_atomic(json_path, json.dumps(report, indent=1, default=str))
     if repro_dir and report["status"] != "agree":
         from ..harness.bundle import diff_bundle
 

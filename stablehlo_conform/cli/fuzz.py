@@ -2,7 +2,8 @@
 every disagreement reduced and bundled.
 
 Exit codes: 0 every program agreed, 1 a disagreement, crash or error was
-found, 2 usage error.
+found, 2 usage error, 130 / 143 interrupted by SIGINT / SIGTERM (the results
+of the programs that ran are written, marked incomplete).
 """
 
 from __future__ import annotations
@@ -13,20 +14,25 @@ from pathlib import Path
 
 import click
 
+from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
+from .common import SECONDS, outputs_ready
+
 
 @click.command()
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Campaign seed (program i of a seed never changes).")
-@click.option("--count", type=int, default=100, show_default=True, help="Programs in the campaign (all shards).")
+@click.option("--count", type=click.IntRange(1), default=100, show_default=True,
+              help="Programs in the campaign (all shards).")
 @click.option("--backends", default="numpy,xla", show_default=True,
               help="Comma-separated backends; the first is the baseline the others are compared with.")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
               help="Folder for the repro bundles (one per disagreement or crash) and results.json; "
                    "without it nothing is reduced or bundled.")
 @click.option("--shard", "shard", metavar="K/N", help="Run only programs i with i mod N == K-1.")
-@click.option("--budget", type=float, default=30.0, show_default=True,
+@click.option("--budget", type=SECONDS, default=30.0, show_default=True,
               help="Seconds the reducer may spend on each disagreement or crash.")
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds per program and backend.")
+@click.option("--timeout", type=SECONDS, default=60.0, show_default=True,
+              help="Seconds per program and backend (0: none).")
 @click.option("--no-reduce", is_flag=True, help="Bundle nothing: only find and group disagreements.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Write the results (default with -o: DIR/results.json); 'conform report' merges shards.")
@@ -52,15 +58,35 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
         except BackendUnavailable as e:
             raise click.UsageError(str(e)) from None
     if out_dir:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
         json_path = json_path or str(Path(out_dir) / "results.json")
+    outputs_ready({"--json": json_path}, folders={"-o": out_dir})
     log = (lambda _s: None) if quiet else (lambda s: click.echo(s))
-    doc = run_campaign(seed, count, names, out_dir, sh, budget, timeout, reduce=not no_reduce, log=log)
+    interrupted = None
+    with interruptible():
+        try:
+            doc = run_campaign(seed, count, names, out_dir, sh, budget, timeout or None, reduce=not no_reduce,
+                               log=log, stop=(Interrupted,))
+        except Interrupted as e:  # not inside a program: nothing ran yet
+            interrupted = e
+            doc = None
+    ignore_interrupts()  # from here on the results are written whatever arrives
+    if doc is None:
+        sys.exit(interrupted.exit_code)
     for line in summary_lines(doc, groups(doc["results"])):
         click.echo(line)
+    if not doc["complete"]:
+        from ..harness.reports import incomplete_note
+
+        click.echo(incomplete_note(doc))
     if json_path:
-        Path(json_path).write_text(json.dumps(doc, indent=1, default=str))
-        click.echo(f"results: {json_path}")
+        try:
+            write_atomic(json_path, json.dumps(doc, indent=1, default=str))
+            click.echo(f"results: {json_path}")
+        except OSError as e:
+            click.echo(f"LOST OUTPUT --json {json_path}: not written ({e.strerror or e})", err=True)
+            sys.exit(1)
+    if doc.get("interrupted"):
+        sys.exit(128 + doc["interrupted_signum"])
     s = doc["summary"]
     sys.exit(0 if s["pass"] == s["total"] else 1)
 

@@ -2,16 +2,22 @@
 
 Exit codes: 0 the report was written and nothing is wrong (no wrong value,
 crash, timeout or error that the --baseline does not list; unsupported
-programs are coverage, not failures), 1 the plugin does not load or
-something is wrong, 2 usage error.
+programs are coverage, not failures), 1 the plugin does not load, something
+is wrong or a report was lost, 2 usage error, 130 / 143 interrupted by
+SIGINT / SIGTERM (the reports of what ran are written, marked incomplete).
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 from pathlib import Path
 
 import click
+
+from ..harness.guard import Interrupted, atomic_path, ignore_interrupts, interruptible
+from .common import SECONDS, InputFile, outputs_ready
 
 
 @click.command("plugin-report")
@@ -30,9 +36,9 @@ import click
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write every result as JSON.")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML.")
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 256), help="Worker processes.")
-@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
+@click.option("--timeout", default=60.0, show_default=True, type=SECONDS, help="Seconds per test (0: none).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the client and the summaries.")
-@click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--baseline", "baseline_path", type=InputFile(),
               help="Known failures (as for 'conform run'): wrong values, crashes and errors it lists do not fail "
                    "the command.")
 def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, out_dir, html_path, json_path,
@@ -62,19 +68,37 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
     if not paths:
         raise click.UsageError("no suites given and none found beside the project")
     if out_dir:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
         html_path = html_path or str(Path(out_dir) / "report.html")
         json_path = json_path or str(Path(out_dir) / "report.json")
         junit_path = junit_path or str(Path(out_dir) / "junit.xml")
+    outputs_ready({"--html": html_path, "--json": json_path, "--junit-xml": junit_path}, folders={"-o": out_dir})
     sample_paths = [Path(s) for s in sample] or P.default_sample()
-    doc = P.build(backend, paths, sample_paths, versions, jobs, timeout or None,
-                  log=lambda s: click.echo(s, err=True))
+    try:
+        with interruptible():
+            doc = P.build(backend, paths, sample_paths, versions, jobs, timeout or None,
+                          log=lambda s: click.echo(s, err=True), stop=(Interrupted,))
+    except Interrupted as e:  # before the first test: nothing to report
+        sys.exit(e.exit_code)
+    ignore_interrupts()  # from here on the reports are written whatever arrives
     for line in P.text_lines(doc, details=not quiet, baseline=baseline):
         click.echo(line)
-    P.write_outputs(doc, json_path, html_path, junit_path, baseline)
+    from ..harness.reports import incomplete_note
+
+    note = incomplete_note(doc)
+    if note:
+        click.echo(note)
+    try:
+        with contextlib.ExitStack() as stack:  # each report written whole, or not at all
+            tmp = [stack.enter_context(atomic_path(p)) if p else None for p in (json_path, html_path, junit_path)]
+            P.write_outputs(doc, *tmp, baseline)
+    except OSError as e:
+        click.echo(f"LOST OUTPUT: the reports were not written ({e.strerror or e})", err=True)
+        sys.exit(1)
     for label, p in (("JSON", json_path), ("HTML", html_path), ("JUnit XML", junit_path)):
         if p:
             click.echo(f"{label}: {p}")
+    if note and doc.get("interrupted"):
+        sys.exit(128 + signal.Signals[doc["interrupted"]].value)
     sys.exit(P.exit_code(doc, baseline))
 
 

@@ -2,7 +2,8 @@
 
 Exit codes: 0 the program was reduced and bundled, 1 the property does not
 hold on the program given (nothing to reduce), 2 usage, input or program
-errors.
+errors, 130 / 143 interrupted by SIGINT / SIGTERM (the smallest program found
+so far is bundled, its notes say the reduction was interrupted).
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from pathlib import Path
 
 import click
 
+from ..harness.guard import Interrupted, atomic_folder, ignore_interrupts, interruptible
+from .common import SECONDS, InputFile, outputs_ready, regex_option
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 
 @click.command("reduce")
-@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.argument("program", type=InputFile(bounded=False))
 @click.option("--backends", default="numpy,xla", show_default=True,
               help="Comma-separated backends; the first is the baseline, the last the one under suspicion (B).")
 @click.option("--property", "prop", type=click.Choice(["disagree", "crash", "compile-error"]), default="disagree",
@@ -29,14 +33,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
                    "candidate.npz); exit 0 means interesting.")
 @click.option("-o", "--output", "output", required=True, type=click.Path(file_okay=False),
               help="Folder for the repro bundle of the reduced program.")
-@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--inputs", "inputs_path", type=InputFile(bounded=False),
               help=".npz with one array per argument (default: seeded random inputs).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the random inputs.")
 @click.option("--entry", default=None,
               help="Function to reduce (default: main, or the only public one); NAME#N: the N-th function NAME "
                    "of a file of several modules, as test ids name it.")
-@click.option("--budget", default=120.0, show_default=True, type=float, help="Seconds for the whole reduction.")
-@click.option("--timeout", default=None, type=float,
+@click.option("--budget", default=120.0, show_default=True, type=SECONDS, help="Seconds for the whole reduction.")
+@click.option("--timeout", default=None, type=SECONDS,
               help="Seconds per candidate and backend "
                    "(default: 20x the original's warm run, at least 3x its first run and 2).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
@@ -58,6 +62,8 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
             _fail(str(e))
     if prop == "compile-error" and not match:
         _fail("--property compile-error needs --match REGEX")
+    regex_option(match, "--match")
+    outputs_ready({}, folders={"-o": output})
     if prop == "disagree" and not script and len(names) < 2:
         _fail("--backends needs at least two backends to disagree")
     module, entry = _module_of(program, entry)
@@ -77,9 +83,15 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
     the_prop = Property(kind="script" if script else prop, match=match, script=script)
     log = None if quiet else (lambda s: click.echo(f"  {s}", err=True))
     try:
-        red = reduce_program(text, args, names, the_prop, budget_s=budget, seed=seed, timeout=timeout, log=log)
+        with interruptible():
+            red = reduce_program(text, args, names, the_prop, budget_s=budget, seed=seed, timeout=timeout, log=log,
+                                 stop=(Interrupted,))
     except ConformError as e:
         _fail(str(e))
+    except Interrupted as e:  # before the search began: nothing reduced yet
+        sys.exit(e.exit_code)
+    ignore_interrupts()  # from here on the bundle is written whatever arrives
+    stopped = red.interrupted if isinstance(red.interrupted, Interrupted) else None
     if not red.holds:
         click.echo(f"the property does not hold on {program}: {red.property}")
         for b, o in red.outcomes.items():
@@ -92,14 +104,19 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
     notes = [f"Reduced by `conform reduce` from `{program}` ({'test' if is_test else 'entry'} @{func.name}): "
              f"{red.ops_before} ops -> {red.ops_after} ops (terminators not counted), "
              f"{red.steps} edits kept of {red.candidates} candidates in {red.seconds:.1f} s"
-             + (" (stopped by the time budget)" if red.stopped_by_budget else "") + ".",
-             f"Property: {red.property}."]
-    folder = write_bundle(output, red.text, red.inputs, names, red.outcomes, expected=expected,
-                          title=f"{Path(program).name}: {red.property}", notes=notes)
+             + (" (stopped by the time budget)" if red.stopped_by_budget else "")
+             + (f" (INCOMPLETE: interrupted by {stopped.name}; the smallest program found so far)" if stopped else "")
+             + ".", f"Property: {red.property}."]
+    with atomic_folder(output) as tmp:
+        write_bundle(tmp, red.text, red.inputs, names, red.outcomes, expected=expected,
+                     title=f"{Path(program).name}: {red.property}", notes=notes)
     click.echo(f"reduced {program}: {red.ops_before} ops -> {red.ops_after} ops (terminators not counted) "
                f"in {red.seconds:.1f} s, {red.candidates} candidates"
-               + (", stopped by the time budget" if red.stopped_by_budget else ""))
-    click.echo(f"repro bundle: {folder}")
+               + (", stopped by the time budget" if red.stopped_by_budget else "")
+               + (f", INCOMPLETE: interrupted by {stopped.name}" if stopped else ""))
+    click.echo(f"repro bundle: {output}")
+    if stopped:
+        sys.exit(stopped.exit_code)
 
 
 def _module_of(program: str, entry: str | None):

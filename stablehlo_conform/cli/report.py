@@ -12,6 +12,9 @@ from pathlib import Path
 
 import click
 
+from ..harness.guard import atomic_path, write_atomic
+from .common import InputFile, outputs_ready
+
 
 def _load_runs(paths):
     """The runs of PATHS, the shards of one run merged into one (see
@@ -41,12 +44,12 @@ def _load_baseline(path):
 
 
 @click.command()
-@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("results", nargs=-1, required=True, type=InputFile())
 @click.option("--html", "html_path", type=click.Path(dir_okay=False),
               help="Write one self-contained HTML page (op x element type x backend matrix, failure details).")
 @click.option("--junit-xml", "junit_path", type=click.Path(dir_okay=False),
               help="Write a JUnit XML report (one testsuite per results file).")
-@click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--baseline", "baseline_path", type=InputFile(),
               help="Mark the tests this baseline lists as known failures.")
 @click.option("--title", default="", help="Title of the HTML page.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the pass table.")
@@ -60,14 +63,15 @@ def report(results, html_path, junit_path, baseline_path, title, quiet, json_pat
     run incomplete and every report says so."""
     from ..harness.reports.text import family_table
 
+    outputs_ready({"--html": html_path, "--junit-xml": junit_path, "--json": json_path})
     runs = _load_runs(results)
+    baseline = _load_baseline(baseline_path)
     if json_path:
         import json
 
         doc = runs[0] if len(runs) == 1 else {"runs": runs}
-        Path(json_path).write_text(json.dumps(doc, indent=1, default=str))
+        write_atomic(json_path, json.dumps(doc, indent=1, default=str))
         click.echo(f"JSON: {json_path}")
-    baseline = _load_baseline(baseline_path)
     if not quiet:
         for line in family_table(runs):
             click.echo(line)
@@ -75,12 +79,14 @@ def report(results, html_path, junit_path, baseline_path, title, quiet, json_pat
     if html_path:
         from ..harness.reports.html import write_html
 
-        write_html(html_path, runs, baseline, title)
+        with atomic_path(html_path) as tmp:
+            write_html(tmp, runs, baseline, title)
         click.echo(f"HTML report: {html_path}")
     if junit_path:
         from ..harness.reports.junit import write_junit
 
-        write_junit(junit_path, runs, baseline)
+        with atomic_path(junit_path) as tmp:
+            write_junit(tmp, runs, baseline)
         click.echo(f"JUnit XML: {junit_path}")
 
 
@@ -90,10 +96,10 @@ def baseline():
 
 
 @baseline.command("update")
-@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("results", nargs=-1, required=True, type=InputFile())
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
               help="Baseline file to write (JSON). If it exists, its reasons are kept.")
-@click.option("--from", "previous", type=click.Path(exists=True, dir_okay=False),
+@click.option("--from", "previous", type=InputFile(),
               help="Take existing entries and reasons from this baseline instead of OUTPUT.")
 @click.option("--prune", is_flag=True, help="Drop entries whose tests are not in RESULTS.")
 @click.option("--accept-golden-wrong", "accept_golden_wrong", is_flag=True,
@@ -112,6 +118,7 @@ def baseline_update(results, output, previous, prune, accept_golden_wrong):
         raise click.UsageError("--prune would drop the entries of every test the unfinished run did not reach")
     src = previous or (output if Path(output).exists() else None)
     existing = _load_baseline(src)
+    outputs_ready({"-o": output})
     recs = [r for run in runs for r in run["results"]]
     backends = sorted({run["backend"] for run in runs})
     new, stats = update_baseline(recs, existing, backend=",".join(backends) if backends else None, prune=prune,
@@ -129,8 +136,8 @@ def baseline_update(results, output, previous, prune, accept_golden_wrong):
 
 
 @baseline.command("check")
-@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
+@click.argument("results", nargs=-1, required=True, type=InputFile())
+@click.option("--baseline", "baseline_path", type=InputFile(),
               help="Expected failures: fail only on regressions.")
 @click.option("--min-pass-rate", "min_pass_rate", multiple=True, metavar="[FAMILY=]RATE",
               help="Minimum pass rate per op family (repeatable) or for all.")

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import click
 
+from ..harness.guard import (GuardError, Interrupted, atomic_path, check_input, ignore_interrupts, interruptible,
+                             write_atomic)
 from ..harness.reports.text import printable
+from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
 
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 
@@ -80,8 +83,8 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Stream results as JSON lines while running (a header line first, an end line last).")
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Worker processes.")
-@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per test (0: none).")
-@click.option("--load-timeout", "load_timeout", type=float, default=None,
+@click.option("--timeout", default=60.0, show_default=True, type=SECONDS, help="Seconds per test (0: none).")
+@click.option("--load-timeout", "load_timeout", type=SECONDS, default=None,
               help="Seconds to read, parse and lower one file (default: --timeout; 0: none).")
 @click.option("--backend", default="numpy", show_default=True,
               help="Backend that runs the tests: numpy, reference, xla, iree, pjrt:PATH.so, pjrt:NAME, a plugin.")
@@ -90,7 +93,7 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
                    "else string).")
 @click.option("--pjrt-device", type=click.IntRange(0), default=None, help="Device index of a pjrt: backend.")
 @click.option("--by-op", is_flag=True, help="Print a pass table per op family.")
-@click.option("--max-memory", type=float, default=None,
+@click.option("--max-memory", type=MIB, default=None,
               help="Memory budget per op result, in MiB (default: a quarter of RAM).")
 @click.option("--compare", "compare", default="",
               help="Comma-separated backends to run each test on and compare, e.g. numpy,reference,xla.")
@@ -98,7 +101,7 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="With --jsonl: keep the results already in that file and run only the rest "
                    "(the stream must come from a run with the same backend, paths and options).")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
-@click.option("--baseline", "baseline_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--baseline", "baseline_path", type=InputFile(),
               help="Expected failures (JSON from 'conform baseline update', or 'id | reason' lines): "
                    "fail only on regressions.")
 @click.option("--min-pass-rate", "min_pass_rate", multiple=True, metavar="[FAMILY=]RATE",
@@ -110,7 +113,7 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Write a repro bundle for every test that failed, crashed or timed out into DIR/<test id>.")
 @click.option("--shard", "shard", metavar="K/N", callback=lambda _c, _p, v: _parse_shard(v),
               help="Run only shard K of N (a test's shard comes from its id); 'conform report' merges the shards.")
-@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+@click.option("--accuracy-profile", "accuracy_profile", type=InputFile(),
               help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
 def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, backend, pjrt_options, pjrt_device, by_op,
         max_memory, compare, resume, quiet, baseline_path, min_pass_rate, junit_path, html_path, accuracy_profile,
@@ -144,17 +147,26 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     backend = backend_name(backend, pjrt_options, pjrt_device)
     timeout = timeout or None
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
+    compared = tuple(b.strip() for b in compare.split(",") if b.strip())
+    if compare.strip() and not compared:
+        raise click.UsageError(f"--compare {compare!r}: names no backend")
+    # a backend that cannot run would leave every comparison undone
+    compared = tuple(usable_backend(b, "--compare") for b in compared)
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout,
-                   max_bytes=memory_budget_bytes(max_memory), pattern=pattern,
-                   compare=tuple(b.strip() for b in compare.split(",") if b.strip()), shard=shard)
+                   max_bytes=memory_budget_bytes(max_memory), pattern=pattern, compare=compared, shard=shard)
     if accuracy_profile:
         from ..oracle.classes import accuracy_profile_option
 
         opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     if resume and not jsonl_path:
         raise click.UsageError("--resume needs --jsonl FILE (the stream to continue)")
-    _check_outputs({"--json": json_path, "--jsonl": jsonl_path, "--junit-xml": junit_path, "--html": html_path},
-                   keep=jsonl_path if resume else None)
+    if resume and os.path.lexists(jsonl_path):  # an input too: a regular file within the bound, never opened else
+        try:
+            check_input(jsonl_path, "--resume")
+        except GuardError as e:
+            raise click.UsageError(str(e)) from None
+    outputs_ready({"--json": json_path, "--jsonl": jsonl_path, "--junit-xml": junit_path, "--html": html_path},
+                  keep=jsonl_path if resume else None)
     settings = {"backend": backend, "compare": list(opts.compare), "timeout": timeout, "load_timeout": load_timeout,
                 "max_bytes": opts.max_bytes, "pattern": pattern,
                 "paths": sorted(str(Path(p).resolve()) for p in paths),
@@ -164,7 +176,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     selected: list[dict] = []
     done: set[str] = set()
     has_header = False
-    if resume and Path(jsonl_path).exists():
+    if resume and os.path.exists(jsonl_path):
         try:
             old = read_stream(jsonl_path)
             check_resumable(old, jsonl_path, settings)
@@ -212,15 +224,13 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     runner = Runner(opts, jobs=jobs, on_result=on_result)
     interrupted = None
     try:
-        with _interruptible():
+        with interruptible():
             runner.run(files, skip=done)
-    except _Interrupted as e:
+    except Interrupted as e:
         interrupted = e.signum
     finally:
         progress.close()
-    # from here on the reports are written whatever arrives
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
+    ignore_interrupts()  # from here on the reports are written whatever arrives
     wall = time.monotonic() - t0
     not_run = runner.not_run()
     sig_name = signal.Signals(interrupted).name if interrupted else None
@@ -249,29 +259,6 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         _write_repro_bundles(selected, opts)
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
     sys.exit(128 + interrupted if interrupted else code)
-
-
-class _Interrupted(BaseException):
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-class _interruptible:
-    """SIGINT and SIGTERM end the run (as :class:`_Interrupted`) but not the
-    process: what was computed is reported, marked incomplete."""
-
-    def __enter__(self):
-        def handler(signum, _frame):
-            raise _Interrupted(signum)
-
-        self.old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self.old.items():
-            signal.signal(s, h)
-        return False
 
 
 class _Output:
@@ -312,35 +299,6 @@ class _Output:
                 self.lost[self.path] = f"--jsonl {self.path}: closing failed ({e.strerror or e})"
 
 
-def _check_outputs(outputs: dict[str, str | None], keep: str | None = None) -> None:
-    """Every output path is usable before the first test runs: its folder
-    exists (created when missing) and the file can be opened for writing.
-    Files this check creates are removed again."""
-    given = {opt: p for opt, p in outputs.items() if p}
-    seen: dict[str, str] = {}
-    for opt, p in given.items():
-        key = os.path.realpath(p)
-        if key in seen and not key.startswith("/dev/"):
-            raise click.UsageError(f"{opt} and {seen[key]} name the same file {p}")
-        seen[key] = opt
-    for opt, p in given.items():
-        path = Path(p)
-        if path.is_dir():
-            raise click.UsageError(f"{opt} {p}: is a folder")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise click.UsageError(f"{opt} {p}: cannot create its folder {path.parent}: {e.strerror or e}") from None
-        existed = path.exists()
-        try:
-            with open(path, "ab"):
-                pass
-        except OSError as e:
-            raise click.UsageError(f"{opt} {p}: cannot be written: {e.strerror or e}") from None
-        if not existed and p != keep:
-            path.unlink()
-
-
 def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
     """The backend's full name (``--pjrt-option``/``--pjrt-device`` folded
     into a ``pjrt:`` name); a usage error when it names no backend."""
@@ -374,17 +332,17 @@ def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, 
             lost[path] = f"{opt} {path}: not written ({e.strerror or e})"
 
     if json_path:
-        attempt("--json", json_path, lambda: Path(json_path).write_text(json.dumps(doc, indent=1)))
+        attempt("--json", json_path, lambda: write_atomic(json_path, json.dumps(doc, indent=1)))
     if junit_path:
         from ..harness.reports.junit import write_junit
 
-        attempt("--junit-xml", junit_path, lambda: write_junit(junit_path, [doc], baseline))
+        attempt("--junit-xml", junit_path, lambda: _written(junit_path, write_junit, [doc], baseline))
         if junit_path not in lost:
             click.echo(f"JUnit XML: {junit_path}")
     if html_path:
         from ..harness.reports.html import write_html
 
-        attempt("--html", html_path, lambda: write_html(html_path, [doc], baseline))
+        attempt("--html", html_path, lambda: _written(html_path, write_html, [doc], baseline))
         if html_path not in lost:
             click.echo(f"HTML report: {html_path}")
     gate = evaluate_gate(doc["results"], baseline, min_rates)
@@ -398,6 +356,12 @@ def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, 
     for why in lost.values():
         click.echo(f"LOST OUTPUT {why}", err=True)
     return 1 if lost else gate.exit_code
+
+
+def _written(path: str, write, *args) -> None:
+    """``write(path, *args)`` made atomic (see :func:`~..harness.guard.atomic_path`)."""
+    with atomic_path(path) as tmp:
+        write(tmp, *args)
 
 
 def _write_repro_bundles(results: list[dict], opts) -> None:

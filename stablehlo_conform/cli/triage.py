@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
+from ..harness.guard import write_atomic
+from .common import InputFile, outputs_ready
+
 
 @click.command()
-@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("results", nargs=-1, required=True, type=InputFile())
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Write the groups as JSON (a list 'groups', one entry per signature).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1), help="Groups shown in the text.")
@@ -24,6 +26,7 @@ def triage(results, json_path, limit):
     from ..harness.reports import ReportError, load_results
     from ..harness.triage import triage_json, triage_lines, triage_runs
 
+    outputs_ready({"--json": json_path})
     try:
         docs = [load_results(p) for p in results]
     except ReportError as e:
@@ -32,8 +35,7 @@ def triage(results, json_path, limit):
     for line in triage_lines(groups, limit):
         click.echo(line)
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(triage_json(groups), indent=1))
+        write_atomic(json_path, json.dumps(triage_json(groups), indent=1))
     sys.exit(1 if groups else 0)
 
 

@@ -87,6 +87,24 @@ def discover(paths: list[str]) -> list[str]:
     return out
 
 
+_NOT_RUN_ORDER = ("crash", "timeout", "error", "unsupported")
+
+
+def compare_failures(statuses: dict[str, str]) -> list[tuple[str, str, str]]:
+    """``(backend, status, why)`` of every backend of ``--compare`` that did
+    not run the test (its entry ``<status>: <message>`` instead of ``ok``),
+    the worst status first (crash, timeout, error, unsupported)."""
+    out = []
+    for name, text in statuses.items():
+        if text == "ok":
+            continue
+        status, _, why = str(text).partition(": ")
+        if status not in _NOT_RUN_ORDER:
+            status, why = "error", str(text)
+        out.append((name, status, why))
+    return sorted(out, key=lambda t: _NOT_RUN_ORDER.index(t[1]))
+
+
 def family_of(module: Module, func: Func) -> tuple[str, list[str], list[str]]:
     """(op family, ops under test, element types) of a test function."""
     ops: list[str] = []
@@ -342,6 +360,10 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
                 if cmp.get("compare_verdict"):
                     rec["verdict"] = cmp["compare_verdict"]
                     rec["message"] += f"\nverdict: {rec['verdict']['summary']}"
+            not_compared = compare_failures(cmp.get("compare") or {})
+            if not_compared and rec["status"] == "pass":  # a comparison that did not run is not a pass
+                rec["status"] = not_compared[0][1]
+                rec["message"] = "not compared: " + "; ".join(f"{b}: {why}" for b, _s, why in not_compared)
     except ConformError as e:
         from .support import unsupported_message
 

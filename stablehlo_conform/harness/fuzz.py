@@ -19,6 +19,7 @@ run's, and the shards of a campaign merge like a run's.
 from __future__ import annotations
 
 import re
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -113,10 +114,16 @@ def _reduce_and_bundle(prog: Program, status: str, backend: str | None, backends
 
 
 def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | Path | None,
-                 shard: tuple[int, int] | None = None, budget: float = 30.0, timeout: float = 60.0,
-                 reduce: bool = True, log: Callable[[str], None] = lambda _s: None) -> dict[str, Any]:
+                 shard: tuple[int, int] | None = None, budget: float = 30.0, timeout: float | None = 60.0,
+                 reduce: bool = True, log: Callable[[str], None] = lambda _s: None,
+                 stop: tuple[type[BaseException], ...] = ()) -> dict[str, Any]:
     """Run programs ``indices(count, shard)`` of ``seed``; returns the
-    results document (``results``, ``summary``, ``fuzz``, ``shard``)."""
+    results document (``results``, ``summary``, ``fuzz``, ``shard``).
+
+    An exception of a type in ``stop`` that has a ``signum`` (an interrupt)
+    ends the campaign early: the document holds the programs that ran (one
+    whose reduction was cut short keeps its result, unbundled) and says so
+    (``complete`` false, ``interrupted``, ``not_run``)."""
     from .reduce import IsolatedBackends
     from .shard import indices, shard_info
 
@@ -124,10 +131,13 @@ def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | 
     out = Path(out_dir) if out_dir else None
     t0 = time.monotonic()
     results: list[dict] = []
-    runners = IsolatedBackends(backends, timeout)
+    runners = None
     timing = {"generate": 0.0, "run": 0.0, "reduce": 0.0}
+    planned = indices(count, shard)
+    stopped: BaseException | None = None
     try:
-        for i in indices(count, shard):
+        runners = IsolatedBackends(backends, timeout)
+        for i in planned:
             t = time.monotonic()
             try:
                 prog = generate(seed, i)
@@ -150,22 +160,40 @@ def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | 
                     f"{message.splitlines()[0][:160] if message else ''}")
             if status in ("fail", "crash", "timeout") and out is not None and reduce:
                 t2 = time.monotonic()
-                rec.update(_reduce_and_bundle(prog, status if status == "fail" else "crash", culprit, backends, out,
-                                              budget, log))
-                timing["reduce"] += time.monotonic() - t2
+                try:
+                    rec.update(_reduce_and_bundle(prog, status if status == "fail" else "crash", culprit, backends,
+                                                  out, budget, log))
+                except stop as e:
+                    rec.update(reduced=False, reduce_error=f"interrupted by {_signal_name(e)}")
+                    results.append(rec)
+                    raise
+                finally:
+                    timing["reduce"] += time.monotonic() - t2
                 if rec.get("reduced"):
                     log(f"  reduced {rec['ops_before']} -> {rec['ops_after']} ops ({rec['reduced_ops']}; "
                         f"{rec['reduced_types']}) in {rec['reduce_seconds']} s: {rec['bundle']}")
             results.append(rec)
+    except stop as e:
+        stopped = e
     finally:
-        runners.close()
+        if runners is not None:
+            runners.close()
     wall = time.monotonic() - t0
     universe = f"fuzz seed={seed} count={count}"
-    return {"backend": ",".join(backends), "complete": True, "results": results,
+    extra: dict[str, Any] = {}
+    if stopped is not None:
+        extra = {"interrupted": _signal_name(stopped), "interrupted_signum": getattr(stopped, "signum", 0),
+                 "not_run": {"tests": len(planned) - len(results), "files": 0}}
+    return {"backend": ",".join(backends), "complete": stopped is None, **extra, "results": results,
             "summary": summarize(results), "wall_time": round(wall, 2),
             "fuzz": {"seed": seed, "count": count, "backends": backends, "budget": budget,
                      "seconds": {k: round(v, 2) for k, v in timing.items()}},
             "shard": shard_info(shard, universe, count)}
+
+
+def _signal_name(e: BaseException) -> str:
+    signum = getattr(e, "signum", None)
+    return signal.Signals(signum).name if signum else type(e).__name__
 
 
 def summarize(results: Sequence[dict]) -> dict[str, Any]:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .guard import GuardError, read_input_text, write_atomic
+
 BASELINE_FORMAT = "stablehlo-conform-baseline"
 BASELINE_VERSION = 1
 GLOB_CHARS = "*?["
@@ -179,12 +181,10 @@ class Baseline:
         """Read a JSON baseline (see :meth:`to_json`) or a text file of
         ``<test-id suffix pattern> | <reason>`` lines (``#`` comments)."""
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as e:
-            raise GateError(f"cannot read baseline {path}: {e.strerror or e}") from None
-        except UnicodeDecodeError as e:
-            raise GateError(f"{path}: not a baseline: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        try:  # a regular file within the bound of inputs (see .guard)
+            text = read_input_text(p, kind="baseline")
+        except GuardError as e:
+            raise GateError(str(e) if str(path) in str(e) else f"cannot read baseline {path}: {e}") from None
         if p.suffix == ".json" or text.lstrip().startswith("{"):
             return cls.from_json(text, str(p))
         return cls.from_text(text, str(p))
@@ -251,7 +251,7 @@ class Baseline:
         }
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        write_atomic(path, json.dumps(self.to_json(), indent=2) + "\n")
 
 
 def first_line(message: str | None, limit: int = 300) -> str:

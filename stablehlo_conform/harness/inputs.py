@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from .. import types as T
 from ..errors import InputError
 from ..kernels._numeric import make_complex
 from ..program import Func, walk_ops
+from . import guard
 
 DTYPES_KEY = "__conform_dtypes__"
 DYNAMIC_DIM = 3
@@ -153,16 +156,30 @@ def save_npz(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 
 def load_npz(path: str | Path) -> dict[str, np.ndarray]:
-    """Read a ``.npz`` (ours or NumPy's); keeps the file's order of names."""
+    """Read a ``.npz`` (ours or NumPy's); keeps the file's order of names.
+    Only a regular file is opened (see :mod:`.guard`); a file that is not a
+    readable ``.npz`` (empty, cut, corrupt, not a zip) is an
+    :class:`InputError` naming it."""
+    try:
+        guard.check_input(path, bounded=False)
+    except guard.GuardError as e:
+        raise InputError(str(e)) from None
     try:
         with np.load(path, allow_pickle=False) as z:
+            if not isinstance(z, np.lib.npyio.NpzFile):
+                raise ValueError("a single .npy array, not an .npz archive of named arrays")
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read {path}: {e}") from None
-    notes = json.loads(str(data.pop(DTYPES_KEY))) if DTYPES_KEY in data else {}
-    for name, el in notes.items():
-        if name in data:
-            data[name] = T.from_bits(data[name], T.element_type(el).dtype).reshape(data[name].shape)
+    except EOFError:
+        raise InputError(f"cannot read {path}: the file is empty") from None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as e:
+        raise InputError(f"cannot read {path}: not a readable .npz ({type(e).__name__}: {e})") from None
+    try:
+        notes = json.loads(str(data.pop(DTYPES_KEY))) if DTYPES_KEY in data else {}
+        for name, el in dict(notes).items():
+            if name in data:
+                data[name] = T.from_bits(data[name], T.element_type(el).dtype).reshape(data[name].shape)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise InputError(f"cannot read {path}: bad element type notes ({type(e).__name__}: {e})") from None
     return data
 
 

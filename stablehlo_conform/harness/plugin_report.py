@@ -10,6 +10,7 @@ and JUnit outputs are made from.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -57,21 +58,37 @@ def window_versions(low: str, high: str, count: int) -> list[str]:
 
 
 def _run(paths: Sequence[Path], backend: str, jobs: int, timeout: float | None,
-         on_result: Callable[[dict], None] | None = None) -> dict[str, Any]:
+         on_result: Callable[[dict], None] | None = None,
+         stop: tuple[type[BaseException], ...] = ()) -> dict[str, Any]:
+    """One run; an exception of a type in ``stop`` (an interrupt, with its
+    ``signum``) ends it with the results so far, marked incomplete."""
     from .cases import Options, discover
     from .runner import Runner
 
     files = discover([str(p) for p in paths])
     t0 = time.monotonic()
-    results = Runner(Options(backend=backend, timeout=timeout), jobs=jobs, on_result=on_result).run(files)
+    runner = Runner(Options(backend=backend, timeout=timeout), jobs=jobs, on_result=on_result)
+    stopped = None
+    try:
+        results = runner.run(files)
+    except stop as e:
+        stopped, results = e, list(runner.results)
     counts = Counter(r["status"] for r in results)
-    return {"backend": backend, "paths": [str(p) for p in paths], "wall_time": round(time.monotonic() - t0, 3),
-            "summary": {"total": len(results), **{s: counts.get(s, 0) for s in STATUSES}}, "results": results}
+    out = {"backend": backend, "paths": [str(p) for p in paths], "wall_time": round(time.monotonic() - t0, 3),
+           "summary": {"total": len(results), **{s: counts.get(s, 0) for s in STATUSES}}, "results": results}
+    if stopped is not None:
+        signum = getattr(stopped, "signum", None)
+        out.update(complete=False, interrupted=signal.Signals(signum).name if signum else type(stopped).__name__,
+                   not_run=runner.not_run())
+    return out
 
 
 def build(backend: str, suites: Sequence[Path], sample: Sequence[Path], versions: int, jobs: int,
-          timeout: float | None, log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    """Describe the client, run every suite, then the sample at each version."""
+          timeout: float | None, log: Callable[[str], None] = lambda s: None,
+          stop: tuple[type[BaseException], ...] = ()) -> dict[str, Any]:
+    """Describe the client, run every suite, then the sample at each version.
+    An exception of a type in ``stop`` ends the work early: the document holds
+    what ran, marked incomplete (``complete``, ``interrupted``, ``not_run``)."""
     from .backends import get_backend
     from .backends.pjrt import PjrtSpec, parse_name
 
@@ -80,12 +97,20 @@ def build(backend: str, suites: Sequence[Path], sample: Sequence[Path], versions
     doc: dict[str, Any] = {"backend": backend, "client": info, "suites": [], "window": []}
     if not info.get("loads"):
         return doc
-    for suite in suites:
+    for i, suite in enumerate(suites):
         log(f"running {suite} ...")
-        run = _run([suite], backend, jobs, timeout)
+        run = _run([suite], backend, jobs, timeout, stop=stop)
         run["suite"] = str(suite)
         doc["suites"].append(run)
         log(f"  {_summary_text(run['summary'])}")
+        if run.get("complete") is False:
+            from .cases import discover
+
+            later = sum(len(discover([str(s)])) for s in suites[i + 1:])
+            doc.update(complete=False, interrupted=run["interrupted"],
+                       not_run={"tests": run["not_run"]["tests"], "files": run["not_run"]["files"] + later})
+            sample = []  # the version window is not run either
+            break
     if sample and versions:
         spec = parse_name(backend) if backend.startswith("pjrt:") else None
         for v in window_versions(info["stablehlo_minimum"], info["stablehlo_current"], versions):

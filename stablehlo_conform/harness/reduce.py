@@ -208,6 +208,7 @@ class Reduction:
     property: str = ""
     log: list[str] = field(default_factory=list)
     entry: str = ENTRY
+    interrupted: BaseException | None = None  # what stopped the search early (one of ``stop``)
 
 
 def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
@@ -574,7 +575,8 @@ class _Reducer:
 
 def reduce_program(text: str, inputs: Sequence[np.ndarray] | None, backends: Sequence[str],
                    prop: Property | None = None, budget_s: float = 120.0, seed: int = 0,
-                   timeout: float | None = None, log: Callable[[str], None] | None = None) -> Reduction:
+                   timeout: float | None = None, log: Callable[[str], None] | None = None,
+                   stop: tuple[type[BaseException], ...] = ()) -> Reduction:
     """Shrink ``text`` (its ``main`` on ``inputs``; see :func:`entry_program`
     to get there from a test or another entry) while ``prop`` holds on
     ``backends`` (the first is the baseline; the property's target defaults
@@ -582,7 +584,9 @@ def reduce_program(text: str, inputs: Sequence[np.ndarray] | None, backends: Seq
     search order is fixed, so the result depends only on the program, the
     inputs and the budget. ``timeout``: seconds per candidate and backend
     (default: twenty times the original program's run on warm backends, at
-    least three times its first run and 2 s)."""
+    least three times its first run and 2 s). An exception of a type in
+    ``stop`` (an interrupt) during the search ends it like the budget does,
+    with the smallest program found so far (``interrupted``)."""
     from .. import frontend
 
     prop = prop or Property()
@@ -614,15 +618,20 @@ def reduce_program(text: str, inputs: Sequence[np.ndarray] | None, backends: Seq
             if r.runners is not None:
                 r.runners.timeout = r.timeout
         r.outcomes = outcomes
+        stopped = None
         if holds:
-            r.run()
-        if holds and set(r.outcomes) != set(backends):
+            try:
+                r.run()
+            except stop as e:
+                stopped = e
+                r.out_of_time = True
+        if holds and stopped is None and set(r.outcomes) != set(backends):
             # what every backend gives on the result (a script decided alone; a check may stop early)
             r.outcomes = run_outcomes(r.text, r.inputs, backends, r.timeout)
     finally:
         r.close()
     return Reduction(text=r.text, inputs=r.inputs, ops_before=ops_before, ops_after=frontend.count_ops(r.text),
                      holds=holds, outcomes=r.outcomes, steps=r.steps, candidates=r.candidates,
-                     seconds=time.monotonic() - t0, stopped_by_budget=r.out_of_time,
-                     property=prop.describe(backends))
+                     seconds=time.monotonic() - t0, stopped_by_budget=r.out_of_time and stopped is None,
+                     property=prop.describe(backends), interrupted=stopped)
 

@@ -8,6 +8,13 @@ undone. A run killed outright leaves no end record, and may leave its last
 line cut short: reading tolerates (and resuming repairs) a cut last line
 only; anything else malformed is a :class:`StreamError` naming the file and
 the line.
+
+A line is a header or an end record by its ``kind``; any other line is a
+result, whatever else it carries (results of programs name their ``kind`` of
+case: ``args``, ``generated``, ``iree``). The fields every report reads
+must have their type (:func:`check_result`). The same line reading (a cut
+last line tolerated, :func:`repair` to cut it off) serves every JSON Lines
+file the tool appends to (:func:`read_lines`).
 """
 
 from __future__ import annotations
@@ -17,8 +24,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .guard import GuardError, read_input
+
 STREAM_FORMAT = "stablehlo-conform-stream"
 STREAM_VERSION = 1
+
+# result fields the reports, the triage and the gates read: the types they must have
+_TEXT = (str, type(None))
+_NUMBER = (int, float, type(None))
+_RESULT_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "message": (_TEXT, "a string"),
+    "family": (_TEXT, "a string"),
+    "file": (_TEXT, "a string"),
+    "function": (_TEXT, "a string"),
+    "backend": (_TEXT, "a string"),
+    "kind": (_TEXT, "a string"),
+    "line": ((int, type(None)), "an integer"),
+    "checks": ((int, type(None)), "an integer"),
+    "duration": (_NUMBER, "a number"),
+    "dtypes": ((list, type(None)), "a list of strings"),
+    "ops": ((list, str, type(None)), "a list of strings"),
+    "verdict": ((dict, type(None)), "an object"),
+    "compare": ((dict, type(None)), "an object"),
+    "disagreements": ((list, type(None)), "a list of strings"),
+}
 
 
 class StreamError(ValueError):
@@ -47,12 +76,43 @@ class Stream:
     cut: bool = False
 
 
-def read_stream(path: str | Path) -> Stream:
+def check_result(rec: Any) -> str | None:
+    """Why ``rec`` is not a result record (None: it is one): an object with a
+    string ``id`` and ``status``, and the fields reports read of their type."""
+    if not isinstance(rec, dict):
+        return f"a result must be a JSON object, not {type(rec).__name__}"
+    if not isinstance(rec.get("id"), str) or not isinstance(rec.get("status"), str):
+        return "a result needs a string 'id' and 'status'"
+    for name, (types, what) in _RESULT_FIELDS.items():
+        v = rec.get(name)
+        if not isinstance(v, types) or isinstance(v, bool):
+            return f"result {rec['id']!r}: field {name!r} must be {what}, not {type(v).__name__}"
+        if isinstance(v, list) and not all(isinstance(x, str) for x in v):
+            return f"result {rec['id']!r}: field {name!r} must be {what}"
+    return None
+
+
+@dataclass
+class Lines:
+    """The JSON values of a JSON Lines file, by line number; ``good_bytes``,
+    ``newline``, ``cut`` as in :class:`Stream`."""
+
+    values: list[tuple[int, Any]] = field(default_factory=list)
+    good_bytes: int = 0
+    newline: bool = False
+    cut: bool = False
+
+
+def read_lines(path: str | Path, what: str = "") -> Lines:
+    """Every line of a JSON Lines file the tool appends to, read as an input
+    (a regular file within the bound, see :mod:`.guard`). A last line that
+    is not whole JSON is the one a killed run was writing: it is left out
+    (``cut``); any other bad line is a :class:`StreamError`."""
     try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise StreamError(f"cannot read {path}: {e.strerror or e}") from None
-    out = Stream()
+        raw = read_input(path, what)
+    except GuardError as e:
+        raise StreamError(str(e)) from None
+    out = Lines()
     pos = 0
     lineno = 0
     while pos < len(raw):
@@ -71,10 +131,18 @@ def read_stream(path: str | Path) -> Stream:
                 "nested too deeply" if isinstance(e, RecursionError) else f"not valid JSON ({e})"
             raise StreamError(f"{path}: line {lineno}: {why}") from None
         if obj is not None:
-            _take(out, obj, path, lineno)
+            out.values.append((lineno, obj))
         out.good_bytes = end
         out.newline = last
         pos = end
+    return out
+
+
+def read_stream(path: str | Path) -> Stream:
+    lines = read_lines(path)
+    out = Stream(good_bytes=lines.good_bytes, newline=lines.newline, cut=lines.cut)
+    for lineno, obj in lines.values:
+        _take(out, obj, path, lineno)
     return out
 
 
@@ -88,12 +156,16 @@ def _take(out: Stream, obj: Any, path: str | Path, lineno: int) -> None:
                               f"with format {STREAM_FORMAT!r} and settings")
         out.header = obj
     elif kind == "end":
+        if not isinstance(obj.get("not_run") or {}, dict) or \
+                not all(isinstance(v, int) for v in (obj.get("not_run") or {}).values()):
+            raise StreamError(f"{path}: line {lineno}: an end record's 'not_run' must map to counts")
         out.end = obj
-    elif kind is not None:
-        raise StreamError(f"{path}: line {lineno}: unknown record kind {kind!r}")
-    elif not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
-        raise StreamError(f"{path}: line {lineno}: a result needs a string 'id' and 'status'")
     else:
+        why = check_result(obj)
+        if why is not None:
+            if "id" not in obj and "status" not in obj and kind is not None:
+                why = f"unknown record kind {kind!r}"
+            raise StreamError(f"{path}: line {lineno}: {why}")
         out.records.append(obj)
         out.end = None  # results after an end record: a resumed run that has not ended
 
@@ -114,7 +186,7 @@ def check_resumable(stream: Stream, path: str | Path, settings: dict[str, Any]) 
                           "same backend, paths and options, or start a new stream (run without --resume)")
 
 
-def repair(path: str | Path, stream: Stream) -> None:
+def repair(path: str | Path, stream: Stream | Lines) -> None:
     """Cut what follows the last whole line and end that line."""
     with open(path, "r+b") as f:
         f.truncate(stream.good_bytes)

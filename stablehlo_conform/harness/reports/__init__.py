@@ -15,20 +15,31 @@ class ReportError(ValueError):
     """A results file that cannot be read."""
 
 
+# fields of a results document the reports read: the types they must have
+_RUN_FIELDS = (
+    ("backend", (str, type(None)), "a string"),
+    ("complete", (bool, type(None)), "true or false"),
+    ("interrupted", (str, type(None)), "a string"),
+    ("not_run", (dict, type(None)), "an object"),
+    ("shard", (dict, type(None)), "an object"),
+    ("wall_time", (int, float, type(None)), "a number"),
+    ("paths", (list, type(None)), "a list"),
+    ("missing_shards", (list, type(None)), "a list"),
+)
+
+
 def load_results(path: str | Path) -> dict[str, Any]:
     """A ``conform run --json`` document (``results`` list and ``backend``);
     a ``--jsonl`` stream is accepted too (a stream with a header but no end
     record is the record of a run that did not finish: ``complete`` False)."""
-    from ..stream import StreamError, read_stream
+    from ..guard import GuardError, read_input_text
+    from ..stream import StreamError, check_result, read_stream
 
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ReportError(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise ReportError(f"{path}: not a conform results file: not UTF-8 text ({e.reason} at byte {e.start})") \
-            from None
+        text = read_input_text(p, kind="conform results file")
+    except GuardError as e:
+        raise ReportError(str(e)) from None
     try:
         doc = json.loads(text)
     except RecursionError:
@@ -53,8 +64,21 @@ def load_results(path: str | Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ReportError(f"{path}: not a conform results file (no 'results' list)")
     for r in doc["results"]:
-        if not isinstance(r, dict) or not isinstance(r.get("id"), str) or not isinstance(r.get("status"), str):
-            raise ReportError(f"{path}: a result lacks 'id' or 'status'")
+        why = check_result(r)
+        if why is not None:
+            raise ReportError(f"{path}: {why}" if "needs a string" not in why else
+                              f"{path}: a result lacks 'id' or 'status'")
+    for name, types, what in _RUN_FIELDS:
+        v = doc.get(name)
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            raise ReportError(f"{path}: field {name!r} must be {what}, not {type(doc.get(name)).__name__}")
+    for name in ("not_run",):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (doc.get(name) or {}).values()):
+            raise ReportError(f"{path}: field {name!r} must map to counts")
+    shard = doc.get("shard")
+    if shard and (not isinstance(shard.get("universe"), str) or not all(
+            isinstance(shard.get(k), int) and not isinstance(shard.get(k), bool) for k in ("index", "count"))):
+        raise ReportError(f"{path}: field 'shard' must hold an integer 'index' and 'count' and a string 'universe'")
     if not doc.get("backend"):
         backends = {r.get("backend") for r in doc["results"] if r.get("backend")}
         doc["backend"] = backends.pop() if len(backends) == 1 else p.stem
