@@ -30,6 +30,7 @@ from typing import Any
 from ..backends import display_name, shorten_names
 from ..gate import Baseline
 from ..triage import Group, kind, normalise, triage
+from . import incomplete_note
 from .html import dtype_sort_key
 
 PLUGIN_DIALECTS = ("stablehlo.", "chlo.")
@@ -461,7 +462,9 @@ def render_plugin_page(doc: dict, baseline: Baseline | None = None) -> str:
         f'<p class="summary{" bad" if bad else ""}" id="summary" data-wrong="{s["wrong"]}" '
         f'data-wrong-ops="{s["wrong_ops"]}" data-crashes="{s["crashes"]}" data-coverage="{s["coverage"]:.1f}">'
         f"{_e(summary_line(s))}</p>"
-        f'<p class="counts">{s["errors"]} errors · {s["pass"]} pass · {s["unsupported"]} unsupported · '
+        + (f'<p class="summary bad" id="incomplete">{_e(incomplete_note(doc) or "")}</p>'
+           if incomplete_note(doc) else "")
+        + f'<p class="counts">{s["errors"]} errors · {s["pass"]} pass · {s["unsupported"]} unsupported · '
         f"{s['total']} tests ({s['plugin_programs']} StableHLO/CHLO programs; coverage: the share of them the "
         "plugin ran rather than called unsupported)"
         + (f" · {known} failing results known from the baseline, {len(s['new'])} new" if baseline is not None
