@@ -481,3 +481,18 @@ def test_ragged_dot_and_dot_follow_their_precision():
     (op,) = [o for o in walk_ops(mod.funcs["main"].body) if o.name == "stablehlo.dot"]
     cls = C.class_of(op)  # the less accurate of the two operands' levels
     assert (cls.k, cls.precision, cls.bound_name()) == (3, "HIGH", "HIGH precision (bf16_3x)")
+
+
+def test_reduce_keeps_only_what_the_precision_does_not_allow(env, tmp_path):
+    """``conform reduce`` judges a candidate as ``diff`` does: a TF32 dot at
+    DEFAULT is no disagreement to shrink (exit 1, the property does not hold);
+    TF32 at HIGHEST is, and the reduced program keeps a dot_general."""
+    for level in ("DEFAULT", "HIGHEST"):
+        (tmp_path / f"attention_{level}.mlir").write_text(export(level, "attention"))
+    p = conform(["reduce", "attention_DEFAULT.mlir", "--backends", "numpy,tf32-default", "-o", "r1",
+                 "--budget", "60"], env, tmp_path)
+    assert p.returncode == 1 and "the property does not hold" in p.stdout, p.stdout + p.stderr
+    p = conform(["reduce", "attention_HIGHEST.mlir", "--backends", "numpy,tf32-always", "-o", "r2",
+                 "--budget", "60"], env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "stablehlo.dot_general" in (tmp_path / "r2" / "program.mlir").read_text()

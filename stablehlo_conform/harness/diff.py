@@ -245,6 +245,19 @@ def judge_isolated(text: str, args: Sequence[np.ndarray], runners: Any, entry: s
     return diff_program(module, entry, backends, list(args), DiffOptions(timeout=timeout))
 
 
+def judged(judge: Any) -> dict[str, Any] | None:
+    """The report ``judge()`` gives (:func:`judge_isolated` on some
+    program), or None when there is no judge or it could not judge: judging
+    never changes what the outputs showed."""
+    if judge is None:
+        return None
+    try:
+        with np.errstate(all="ignore"):  # special values on purpose: the trace meets NaN and infinity
+            return judge()
+    except Exception:
+        return None
+
+
 def _one_judgement(report: dict[str, Any], complete: bool) -> None:
     """The result from the per-op judgements: an op outside its bound makes the
     backends disagree; outputs that differ while every op (all of them compared)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .diff import judge_isolated
+from .diff import judge_isolated, judged
 from .fuzzgen import Program, generate
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)")
@@ -62,23 +62,13 @@ def classify(outcomes: dict[str, dict], backends: Sequence[str],
     if bad:
         c = bad[0]
         message = f"{c['backend']} vs {c['against']}, result {c['index']}: {c['message']}"
-        rep = _judged(judge)
+        rep = judged(judge)
         if rep is not None and rep["status"] == "agree":
             return "pass", f"{message}\nverdict: {rep.get('verdict', 'agree')}", None
         if rep is not None and rep.get("verdict"):
             message += f"\nverdict: {rep['verdict']}"
         return "fail", message, c["backend"]
     return "pass", "", None
-
-
-def _judged(judge: Callable[[], dict] | None) -> dict | None:
-    if judge is None:
-        return None
-    try:
-        with np.errstate(all="ignore"):  # special values on purpose: the trace meets NaN and infinity
-            return judge()
-    except Exception:  # judging never changes what the outputs showed
-        return None
 
 
 def _reduce_and_bundle(prog: Program, status: str, backend: str | None, backends: Sequence[str], out_dir: Path,

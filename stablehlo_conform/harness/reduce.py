@@ -147,14 +147,25 @@ class Property:
     def needs_backends(self) -> bool:
         return self.kind != "script"
 
-    def holds(self, outcomes: dict[str, dict], backends: Sequence[str]) -> bool:
+    def holds(self, outcomes: dict[str, dict], backends: Sequence[str],
+              judge: Callable[[], dict] | None = None) -> bool:
+        """Whether the outcomes show the property. For ``disagree``, outputs
+        beyond the ULP budget are judged as ``conform diff`` judges them
+        (``judge``: :func:`.diff.judge_isolated` on the candidate): a
+        difference every op's accuracy class allows (a dot at the precision
+        its ``precision_config`` leaves to the backend, an error accumulated
+        over ops each within its bound) is no disagreement."""
         from .bundle import compare_outcomes
+        from .diff import judged
 
         target = self.target or backends[-1]
         if self.kind == "disagree":
             if any(o["status"] != "ok" for o in outcomes.values()):
                 return False
-            return any(c["status"] != "ok" for c in compare_outcomes(outcomes, backends))
+            if not any(c["status"] != "ok" for c in compare_outcomes(outcomes, backends)):
+                return False
+            report = judged(judge)
+            return report is None or report["status"] != "agree"
         out = outcomes[target]
         if self.kind == "crash":
             return out["status"] in ("crash", "timeout")
@@ -274,7 +285,15 @@ class _Reducer:
             outcomes[b] = self.runners.outcome(b, text, inputs)
             if not self._may_hold(outcomes):
                 return False, outcomes
-        return self.prop.holds(outcomes, self.backends), outcomes
+        return self.prop.holds(outcomes, self.backends, self._judge(text, inputs)), outcomes
+
+    def _judge(self, text: str, inputs: Sequence[np.ndarray]) -> Callable[[], dict] | None:
+        """The per-op judgement of a candidate (``disagree`` only)."""
+        if self.prop.kind != "disagree":
+            return None
+        from .diff import judge_isolated
+
+        return lambda: judge_isolated(text, list(inputs), self.runners, ENTRY, self.timeout)
 
     def oracle_finishes(self, text: str, inputs: Sequence[np.ndarray]) -> bool:
         """Run a candidate on the NumPy oracle in this process with a short
