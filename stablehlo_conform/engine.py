@@ -27,6 +27,7 @@ from .errors import ConformError, KernelError, ResourceError, Timeout, Unsupport
 from .kernels.quantized import dequantize_op_quantize, passes_storage
 from .kernels._blas_threads import one_blas_thread
 from .kernels.registry import Registry, load_all
+from .opinfo import LOADED_CONSTANTS, OPS
 from .program import Block, Func, Module, Op, Region, walk_ops
 
 # nested function calls and regions one evaluation may be inside of; deeper is
@@ -50,9 +51,8 @@ class DepthExceeded(ConformError):
         return self
 
 
-LOADED_CONSTANTS = frozenset({"stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant"})
-TERMINATORS = frozenset({"func.return", "stablehlo.return", "chlo.return", "mhlo.return",
-                         "scf.yield", "tensor.yield", "shape.assuming_yield", "sdy.return"})
+TERMINATORS = OPS.where(terminator=True)
+"""Ops that end a region or function (read from the op registry)."""
 
 
 _KERNEL, _RETURN, _BR, _COND_BR, _SWITCH, _CALL = range(6)
@@ -60,13 +60,8 @@ _CODES = {"cf.br": _BR, "cf.cond_br": _COND_BR, "cf.switch": _SWITCH, "func.call
 
 # Ops whose results depend on nothing but their operands and attributes (no
 # regions, checks, state, tokens or printed output): computed once where every
-# operand is a constant (see Engine._steps).
-FOLDABLE = frozenset(
-    [*LOADED_CONSTANTS, "stablehlo.iota"]
-    + ["stablehlo." + n for n in (
-        "add subtract multiply divide remainder maximum minimum negate abs sign not and or xor "
-        "compare select clamp convert bitcast_convert broadcast_in_dim reshape transpose slice "
-        "concatenate pad reverse shift_left shift_right_logical shift_right_arithmetic").split()])
+# operand is a constant (see Engine._steps); declared ``folds`` in the registry.
+FOLDABLE = OPS.where(folds=True)
 
 
 class OpContext:
@@ -286,14 +281,15 @@ class Engine:
         for op in block.ops:
             name = op.name
             code = _CODES.get(name, _KERNEL)
-            if name in TERMINATORS:
+            info = registry.info(name)
+            if info is not None and info.terminator:
                 code = _RETURN
-            fn = registry.lookup(name) if code == _KERNEL else None
+            fn = info.kernel if code == _KERNEL and info is not None else None
             try:
                 quant = not passes_storage(op)
             except Exception:  # reported when the op runs
                 quant = None
-            fold = (code == _KERNEL and fn is not None and quant is False and name in FOLDABLE
+            fold = (code == _KERNEL and fn is not None and quant is False and info.folds
                     and not op.regions and all(v in known for v in op.operands))
             if fold:
                 known.update(op.results)
