@@ -39,6 +39,7 @@ import numpy as np
 from .. import types as T
 from ..errors import UnsupportedOp
 from ..opinfo import DEQUANTIZE, STORAGE
+from .context import OpContext
 from ._numeric import int_limits, round_to, to_i64, wrap_i64
 from .registry import KERNELS, kernel
 
@@ -198,8 +199,6 @@ def dequantize_op_quantize(engine, op, fn, args):
     ``dequantize_compare``, ``dequantize_select_quantize``,
     ``dequantize_batch_norm_grad_or_training_quantize``,
     ``hybrid_dequantize_then_op``)."""
-    from ..engine import OpContext
-
     if op.name == "stablehlo.constant":
         return _quantized_constant(op, fn(OpContext(op, engine)))
     if op.name not in DEQUANTIZE_OPS:
