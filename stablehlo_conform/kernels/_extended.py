@@ -3,7 +3,7 @@
 SciPy's f64 special functions are accurate to a few ULPs at best (``erfc`` loses hundreds of
 ULPs for large arguments and flushes its subnormal tail to zero, ``bessel_i1e`` is off by up to 9
 ULPs). The functions here evaluate in :data:`W`, ``np.longdouble`` where it has at least 64
-significand bits (:data:`._numeric.LONG_OK`: x87 extended precision or binary128), from
+significand bits (:data:`stablehlo_conform.numeric.LONG_OK`: x87 extended precision or binary128), from
 series, continued fractions and asymptotic expansions whose truncation error is below ``2**-64``,
 and the f64 result is rounded once from there: its error stays within ``0.5 + 2**-8`` ULP
 where the evaluation does not cancel. Where ``np.longdouble`` is f64, the same formulas run in
@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._numeric import LONG_OK, make_complex, two_prod
+from ..numeric import LONG_OK, make_complex, two_prod
 
 W = np.longdouble if LONG_OK else np.float64
 """The working type."""

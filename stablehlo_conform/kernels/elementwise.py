@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
-from ._numeric import (
+from ..numeric import (
     LONG_OK,
     bits_of,
     ieee_maximum,
@@ -318,7 +318,7 @@ _TWO_PROD_RANGE = (2.0 ** -450, 2.0 ** 450)
 
 def complex128_multiply(a, b, fallback=None):
     """``(ac - bd) + (ad + bc) i`` for complex128 operands, each part rounded once: every
-    product split exactly into two f64 numbers (:func:`._numeric.two_prod`), the high halves and
+    product split exactly into two f64 numbers (:func:`stablehlo_conform.numeric.two_prod`), the high halves and
     the low halves summed apart in extended precision, then the two sums, rounded once with the
     rounding error of that last sum breaking ties (correctly rounded unless the extended sums of
     the halves themselves round, which takes products 2**11 apart in magnitude, far from any
@@ -351,7 +351,7 @@ _W = np.longdouble if LONG_OK else np.float64
 
 def _sum_of_products(x1, y1, x2, y2, sign):
     """``x1 y1 + sign x2 y2`` of f64 values in range (:func:`_two_prod_ok`) from the exact halves
-    of both products (:func:`._numeric.two_prod`): the high halves and the low halves summed apart
+    of both products (:func:`stablehlo_conform.numeric.two_prod`): the high halves and the low halves summed apart
     in extended precision, then the two sums. Returns the extended sum and its rounding error."""
     p1, e1 = two_prod(x1, y1)
     p2, e2 = two_prod(x2, y2)
@@ -546,7 +546,7 @@ def power(dt, a, b):
 
 def _real_power(a, b):
     """``a ** b`` in f64 for a narrower type: positive where it underflows with ``a > 0``
-    (:func:`._numeric.positive_underflow`)."""
+    (:func:`stablehlo_conform.numeric.positive_underflow`)."""
     return positive_underflow(np.power(a, b), (a > 0) & (a < np.inf) & np.isfinite(b))
 
 

@@ -24,7 +24,7 @@ from .arith import (
     to_float,
     wrap,
 )
-from ._numeric import make_complex, two_prod, two_sum
+from ..numeric import make_complex, two_prod, two_sum
 from .registry import kernel
 
 _U64 = np.dtype(np.uint64)

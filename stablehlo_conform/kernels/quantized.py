@@ -40,7 +40,7 @@ from .. import types as T
 from ..errors import UnsupportedOp
 from ..opinfo import DEQUANTIZE, STORAGE
 from .context import OpContext
-from ._numeric import int_limits, round_to, to_i64, wrap_i64
+from ..numeric import int_limits, round_to, to_i64, wrap_i64
 from .registry import KERNELS, kernel
 
 F64 = np.float64

@@ -46,7 +46,7 @@ import dataclasses
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._numeric import ieee_maximum, ieee_minimum, kind_of
+from ..numeric import ieee_maximum, ieee_minimum, kind_of
 from .registry import kernel
 
 # ---------------------------------------------------------------------------

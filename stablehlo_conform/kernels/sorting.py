@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._numeric import bits_of, wide
+from ..numeric import bits_of, wide
 from .comparison import enum_value
 from .comparison import total_order_key as cmp_total_order_key
 from .registry import kernel

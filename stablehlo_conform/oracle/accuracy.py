@@ -57,7 +57,7 @@ import numpy as np
 
 from .. import types as T
 from ..compare import ulp_distance
-from ..kernels._numeric import float_from_bits, kind_of, significand_and_emin, wide
+from ..numeric import float_from_bits, kind_of, significand_and_emin, wide
 from . import exact as X
 
 # element types measured, narrowest first

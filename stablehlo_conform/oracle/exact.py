@@ -72,7 +72,7 @@ import ml_dtypes
 import mpmath
 import numpy as np
 
-from ..kernels._numeric import kind_of, wide
+from ..numeric import kind_of, wide
 from ..opinfo import OPS
 
 _MP = mpmath.mp

@@ -1,4 +1,4 @@
-"""Numeric helpers shared by the element-wise, conversion and CHLO kernels.
+"""Numeric helpers shared by the kernels and the oracle's maths (below both of them).
 
 Floats narrower than ``f64`` are computed in ``f64`` (complex in
 ``complex128``) and rounded once into the result type. NumPy rounds
@@ -23,7 +23,7 @@ from functools import lru_cache
 import ml_dtypes
 import numpy as np
 
-from .. import types as T
+from . import types as T
 
 F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
