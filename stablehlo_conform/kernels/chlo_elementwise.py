@@ -326,7 +326,7 @@ def _complex_square(w):
 
 
 def _complex128_square(w):
-    """complex128: :func:`.elementwise.complex128_multiply` of ``w`` by itself (each part rounded
+    """complex128: :func:`stablehlo_conform.numeric.complex128_multiply` of ``w`` by itself (each part rounded
     once), the formula of :func:`_complex_square` in extended precision where a part is zero,
     infinite, NaN or extreme."""
     return E.complex128_multiply(w, w, fallback=lambda a, _: X.in_f64(_complex_square)(a))

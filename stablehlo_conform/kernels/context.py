@@ -5,23 +5,19 @@ use it without importing the engine."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import UnsupportedOp
 from ..program import Op
 
-if TYPE_CHECKING:  # the engine imports this module
-    from ..engine import Engine
-
-
 class OpContext:
     """What a kernel sees of its op: attributes, types, regions, engine."""
 
     __slots__ = ("op", "engine")
 
-    def __init__(self, op: Op, engine: "Engine"):
+    def __init__(self, op: Op, engine: Any):  # the engine.Engine running the op
         self.op = op
         self.engine = engine
 

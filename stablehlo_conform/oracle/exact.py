@@ -72,7 +72,7 @@ import ml_dtypes
 import mpmath
 import numpy as np
 
-from ..numeric import kind_of, wide
+from ..numeric import complex_divide, kind_of, wide
 from ..opinfo import OPS
 
 _MP = mpmath.mp
@@ -981,8 +981,6 @@ def _make_value(op: str, d: OpDef, xs: tuple) -> _Value:
 
 def _numpy_complex(op, xs):
     """NumPy's complex128 value for arguments the spec leaves open (see module docs)."""
-    from ..kernels import elementwise as E
-
     w = [np.complex128(x) for x in xs]
     f = {
         _S + "exponential": np.exp, _S + "exponential_minus_one": np.expm1, _S + "log": np.log,
@@ -997,7 +995,7 @@ def _numpy_complex(op, xs):
         if f is not None:
             return complex(f(*w))
         if op == _S + "divide":
-            return complex(E.complex_divide(np.asarray(w[0]), np.asarray(w[1])))
+            return complex(complex_divide(np.asarray(w[0]), np.asarray(w[1])))
         if op == _S + "rsqrt":
             return complex(1.0 / np.sqrt(w[0]))
         if op == _S + "logistic":
