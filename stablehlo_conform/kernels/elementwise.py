@@ -40,6 +40,7 @@ import numpy as np
 from .. import types as T
 from ..numeric import (
     complex128_multiply,
+    in_f64,
     complex_divide,
     bits_of,
     ieee_maximum,
@@ -223,7 +224,7 @@ def _float_fn(f, dt, xs, op, refine):
             mask = mask | np.asarray(refine(*ws, r), dtype=bool)
     if not mask.any():
         return res
-    from ..oracle.exact import correctly_rounded
+    from ..oracle.exact import correctly_rounded  # here: mpmath's start-up only where a result is near a midpoint
 
     args = np.broadcast_arrays(*xs)
     res = np.array(np.broadcast_to(res, mask.shape), dtype=dt)
@@ -233,9 +234,7 @@ def _float_fn(f, dt, xs, op, refine):
 
 def _wider(f, dt):
     """``f`` for :func:`float_fn`: evaluated in extended precision for an f64 or complex128
-    result (:func:`._extended.in_f64`), else in f64 (complex128)."""
-    from ._extended import in_f64
-
+    result (:func:`stablehlo_conform.numeric.in_f64`), else in f64 (complex128)."""
     return in_f64(f) if np.dtype(dt) in (np.dtype(np.float64), np.dtype(np.complex128)) else f
 
 
