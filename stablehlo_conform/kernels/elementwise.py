@@ -55,10 +55,10 @@ from ..numeric import (
     positive_underflow,
     round_to,
     to_i64,
-    int_limits,
     wide,
     wrap_i64,
 )
+from .quantized import dequantize, quantize
 from .registry import kernel
 
 
@@ -67,46 +67,12 @@ _NATIVE = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64),
 
 
 # --------------------------------------------------------------------------- #
-# quantization (spec.md#dequantize_op_quantize)
+# quantization (spec.md#dequantize_op_quantize; dequantize and quantize are
+# the spec's, from .quantized)
 # --------------------------------------------------------------------------- #
 
 def _element(ty):
     return ty.element if isinstance(ty, T.TensorType) else ty
-
-
-def _axis_shape(x: np.ndarray, qt: T.QuantizedType, vals) -> np.ndarray:
-    arr = np.asarray(vals)
-    if qt.axis is None or arr.size == 1:
-        return arr.reshape(())
-    shape = [1] * x.ndim
-    shape[qt.axis] = arr.size
-    return arr.reshape(shape)
-
-
-def dequantize(x: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
-    """``(x - zero_point) * scale`` in the expressed type."""
-    ex = qt.expressed.dtype
-    zp = _axis_shape(x, qt, np.array(qt.zero_points, dtype=np.int64))
-    sc_ = _axis_shape(x, qt, np.array(qt.scales, dtype=np.float64)).astype(ex)
-    with np.errstate(all="ignore"):
-        return ((to_i64(x) - zp).astype(ex) * sc_).astype(ex)
-
-
-def quantize(v: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
-    """``clamp(round_nearest_even(v / scale) + zero_point)`` into storage."""
-    ex = qt.expressed.dtype
-    v = np.asarray(v).astype(ex)
-    zp = _axis_shape(v, qt, np.array(qt.zero_points, dtype=np.float64)).astype(ex)
-    sc_ = _axis_shape(v, qt, np.array(qt.scales, dtype=np.float64)).astype(ex)
-    smin = qt.storage_min
-    smax = qt.storage_max
-    dmin, dmax = int_limits(qt.storage.dtype)
-    smin = dmin if smin is None else smin
-    smax = dmax if smax is None else smax
-    with np.errstate(all="ignore"):
-        r = np.rint((v / sc_).astype(ex)) + zp
-        r = np.clip(np.nan_to_num(r.astype(np.float64)), smin, smax)
-    return wrap_i64(r.astype(np.int64), qt.storage.dtype)
 
 
 def apply(op, fn, args):
