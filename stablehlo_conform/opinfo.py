@@ -107,14 +107,21 @@ class Registry:
             self.declare(n, **facts)
 
     @contextmanager
-    def scoped(self) -> Iterator["Registry"]:
-        """Undo every declaration made inside the ``with`` block on leaving it."""
-        saved = dict(self._table)
+    def registering(self, name: str, kernel: Kernel | None = None, **facts) -> Iterator[OpInfo]:
+        """Declare ``name`` (as :func:`register_op` does) for the ``with`` block only: on leaving
+        it the op's entry is what it was before (other declarations made meanwhile stay)."""
+        before = self._table.get(name)
         try:
-            yield self
+            if kernel is not None:
+                self.register(name, kernel)
+            if facts or kernel is None:
+                self.declare(name, **facts)
+            yield self.info(name)
         finally:
-            self._table.clear()
-            self._table.update(saved)
+            if before is None:
+                self._table.pop(name, None)
+            else:
+                self._table[name] = before
 
     # reading -------------------------------------------------------------
     def info(self, name: str) -> OpInfo | None:

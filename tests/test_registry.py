@@ -38,9 +38,9 @@ def _exact_cube_plus_one(x):
 def new_op():
     """``test.cube_plus_one`` declared for the test only."""
     load_all()
-    with KERNELS.scoped():
-        yield register_op(NAME, _cube_plus_one, families={"float"}, exact=_exact_cube_plus_one, ulps=3,
-                          quantized=DEQUANTIZE)
+    with KERNELS.registering(NAME, _cube_plus_one, families={"float"}, exact=_exact_cube_plus_one, ulps=3,
+                             quantized=DEQUANTIZE) as info:
+        yield info
     X.clear_cache()
 
 
@@ -88,9 +88,12 @@ def test_a_float_op_is_one_declaration(new_op):
 def test_nothing_leaks_out_of_a_scope():
     load_all()
     before = (KERNELS.names(), sorted(X.DEFINED_OPS), sorted(Q.DEQUANTIZE_OPS))
-    with KERNELS.scoped():
-        register_op(NAME, _cube_plus_one, exact=_exact_cube_plus_one, quantized=DEQUANTIZE)
-        assert NAME in KERNELS and NAME in X.DEFINED_OPS
+    with KERNELS.registering(NAME, _cube_plus_one, exact=_exact_cube_plus_one, quantized=DEQUANTIZE):
+        assert NAME in KERNELS and NAME in X.DEFINED_OPS and NAME in Q.DEQUANTIZE_OPS
+        with pytest.raises(ValueError, match="registered twice"):
+            register_op(NAME, _cube_plus_one)
+        with pytest.raises(ValueError, match="declared twice"):
+            register_op(NAME, quantized="storage")
     assert (KERNELS.names(), sorted(X.DEFINED_OPS), sorted(Q.DEQUANTIZE_OPS)) == before
     assert NAME not in KERNELS and KERNELS.info(NAME) is None
     mod = _module()
