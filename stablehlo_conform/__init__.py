@@ -15,7 +15,7 @@ def load(path_or_text, split: bool = False):
     """Parse a file path (text, bytecode or portable artifact) or MLIR text."""
     from pathlib import Path
 
-    from . import frontend
+    from . import frontend  # lazy: `import stablehlo_conform` stays light (see above)
 
     if isinstance(path_or_text, bytes):
         return [frontend.load_bytes(path_or_text)]
@@ -28,8 +28,8 @@ def load(path_or_text, split: bool = False):
 def evaluate(program, *arrays, backend: str = "numpy", entry: str = "main"):
     """Run ``entry`` of ``program`` (a path, MLIR text, bytes or a loaded
     module) on ``arrays``; returns a tuple of NumPy arrays."""
-    from .harness.backends import get_backend
-    from .program import Module
+    from .harness.backends import get_backend  # lazy (see above)
+    from .program import Module  # lazy (see above)
 
     module = program if isinstance(program, Module) else load(program)[0]
     if entry not in module.funcs and len(module.funcs) == 1:

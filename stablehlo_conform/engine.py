@@ -26,7 +26,10 @@ from .deep import HANDOFF_DEPTH, in_deep_thread, run_deep
 from .errors import ConformError, KernelError, ResourceError, Timeout, UnsupportedOp
 from .kernels.quantized import dequantize_op_quantize, passes_storage
 from .kernels._blas_threads import one_blas_thread
+from .kernels.context import OpContext
 from .kernels.registry import Registry, load_all
+from .opinfo import LOADED_CONSTANTS, OPS
+from .process_grid import ProcessGrid, ProcessId, ProcessInfo, child_engine, grid_size_of
 from .program import Block, Func, Module, Op, Region, walk_ops
 
 # nested function calls and regions one evaluation may be inside of; deeper is
@@ -50,9 +53,8 @@ class DepthExceeded(ConformError):
         return self
 
 
-LOADED_CONSTANTS = frozenset({"stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant"})
-TERMINATORS = frozenset({"func.return", "stablehlo.return", "chlo.return", "mhlo.return",
-                         "scf.yield", "tensor.yield", "shape.assuming_yield", "sdy.return"})
+TERMINATORS = OPS.where(terminator=True)
+"""Ops that end a region or function (read from the op registry)."""
 
 
 _KERNEL, _RETURN, _BR, _COND_BR, _SWITCH, _CALL = range(6)
@@ -60,97 +62,8 @@ _CODES = {"cf.br": _BR, "cf.cond_br": _COND_BR, "cf.switch": _SWITCH, "func.call
 
 # Ops whose results depend on nothing but their operands and attributes (no
 # regions, checks, state, tokens or printed output): computed once where every
-# operand is a constant (see Engine._steps).
-FOLDABLE = frozenset(
-    [*LOADED_CONSTANTS, "stablehlo.iota"]
-    + ["stablehlo." + n for n in (
-        "add subtract multiply divide remainder maximum minimum negate abs sign not and or xor "
-        "compare select clamp convert bitcast_convert broadcast_in_dim reshape transpose slice "
-        "concatenate pad reverse shift_left shift_right_logical shift_right_arithmetic").split()])
-
-
-class OpContext:
-    """What a kernel sees of its op: attributes, types, regions, engine."""
-
-    __slots__ = ("op", "engine")
-
-    def __init__(self, op: Op, engine: "Engine"):
-        self.op = op
-        self.engine = engine
-
-    # attributes and types --------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.op.name
-
-    @property
-    def attrs(self) -> dict[str, Any]:
-        return self.op.attrs
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        return self.op.attrs.get(name, default)
-
-    @property
-    def loc(self):
-        return self.op.loc
-
-    @property
-    def result_types(self) -> tuple:
-        return self.op.result_types
-
-    @property
-    def operand_types(self) -> tuple:
-        return self.op.operand_types
-
-    def result_type(self, i: int = 0):
-        return self.op.result_types[i]
-
-    def operand_type(self, i: int = 0):
-        return self.op.operand_types[i]
-
-    def result_dtype(self, i: int = 0) -> np.dtype:
-        return self.op.result_types[i].dtype
-
-    def result_element(self, i: int = 0):
-        return self.op.result_types[i].element
-
-    def result_shape(self, i: int = 0) -> tuple:
-        return self.op.result_types[i].shape
-
-    @property
-    def num_results(self) -> int:
-        return len(self.op.results)
-
-    # regions ---------------------------------------------------------
-    def region(self, i: int = 0, lanes: bool = False) -> Callable[..., tuple]:
-        """Region ``i`` as a callable ``f(*block_args) -> tuple``.
-
-        With ``lanes=True`` the body may be fed arrays of any shape in place of
-        its rank-0 arguments (element-wise evaluation of many bodies at once);
-        result shapes are then not checked against the declared types.
-        """
-        reg = self.op.regions[i]
-        eng = self.engine
-        env = eng.current_env
-
-        def run(*args: Any) -> tuple:
-            return eng.run_region(reg, args, env, lanes=lanes)
-
-        return run
-
-    @property
-    def num_regions(self) -> int:
-        return len(self.op.regions)
-
-    def region_ops(self, i: int = 0) -> list[str]:
-        """Op names of region ``i``'s first block (for fast-path detection)."""
-        return [o.name for o in self.op.regions[i].blocks[0].ops]
-
-    def call(self, fname: str, *args: Any) -> tuple:
-        return self.engine.call(fname, args)
-
-    def unsupported(self, detail: str) -> UnsupportedOp:
-        return UnsupportedOp(self.op.name, detail, str(self.op.loc))
+# operand is a constant (see Engine._steps); declared ``folds`` in the registry.
+FOLDABLE = OPS.where(folds=True)
 
 
 class Engine:
@@ -286,14 +199,15 @@ class Engine:
         for op in block.ops:
             name = op.name
             code = _CODES.get(name, _KERNEL)
-            if name in TERMINATORS:
+            info = registry.info(name)
+            if info is not None and info.terminator:
                 code = _RETURN
-            fn = registry.lookup(name) if code == _KERNEL else None
+            fn = info.kernel if code == _KERNEL and info is not None else None
             try:
                 quant = not passes_storage(op)
             except Exception:  # reported when the op runs
                 quant = None
-            fold = (code == _KERNEL and fn is not None and quant is False and name in FOLDABLE
+            fold = (code == _KERNEL and fn is not None and quant is False and info.folds
                     and not op.regions and all(v in known for v in op.operands))
             if fold:
                 known.update(op.results)
@@ -641,3 +555,20 @@ def _expectations(op: Op) -> tuple:
 
 def run_function(module: Module, name: str, args: Sequence[Any] = (), **kw: Any) -> tuple:
     return Engine(module, **kw).call(name, args)
+
+
+def run_spmd(module: Any, func_name: str, args: Sequence[Any] = (), *, num_replicas: int | None = None,
+             num_partitions: int | None = None, registry: Any = None, deadline: float | None = None,
+             io: Any = None) -> dict[ProcessId, tuple]:
+    """Run ``func_name`` on every process of a grid with the same ``args``
+    (the grid size defaults to the module's ``mhlo.num_replicas`` /
+    ``mhlo.num_partitions``); returns each process's results."""
+    r0, p0 = grid_size_of(module)
+    grid = ProcessGrid(num_replicas or r0, num_partitions or p0, deadline=deadline,
+                       infeed=list(getattr(io, "infeed", None) or ()))
+    parent = Engine(module, registry, deadline=deadline, io=io)
+
+    def job(info: ProcessInfo) -> tuple:
+        return child_engine(parent, info).call(func_name, tuple(args))
+
+    return grid.run({pid: job for pid in grid.process_ids()})

@@ -16,6 +16,9 @@ meet in *rendezvous* (collective ops) and exchange values over *channels*
 - when one process fails, the grid is aborted: the others stop at their next
   op or wait with :class:`ProcessAborted`, and the first error is the one
   reported.
+
+This module imports no engine (a process's engine is made as its parent's class);
+:func:`stablehlo_conform.engine.run_spmd` runs a function on a whole grid.
 """
 
 from __future__ import annotations
@@ -408,9 +411,7 @@ def child_engine(parent: Any, info: ProcessInfo, module: Any = None, forward_tra
     parent's registry, deadline, io, state (probes) and check records, and
     stops at its next op once another process has failed. With
     ``forward_trace`` its ops are also reported to the parent's trace."""
-    from .engine import Engine
-
-    eng = Engine(
+    eng = type(parent)(
         module if module is not None else parent.module,
         parent.registry,
         deadline=parent.deadline,
@@ -432,22 +433,3 @@ def child_engine(parent: Any, info: ProcessInfo, module: Any = None, forward_tra
 
     eng.trace = trace
     return eng
-
-
-def run_spmd(module: Any, func_name: str, args: Sequence[Any] = (), *, num_replicas: int | None = None,
-             num_partitions: int | None = None, registry: Any = None, deadline: float | None = None,
-             io: Any = None) -> dict[ProcessId, tuple]:
-    """Run ``func_name`` on every process of a grid with the same ``args``
-    (the grid size defaults to the module's ``mhlo.num_replicas`` /
-    ``mhlo.num_partitions``); returns each process's results."""
-    from .engine import Engine
-
-    r0, p0 = grid_size_of(module)
-    grid = ProcessGrid(num_replicas or r0, num_partitions or p0, deadline=deadline,
-                       infeed=list(getattr(io, "infeed", None) or ()))
-    parent = Engine(module, registry, deadline=deadline, io=io)
-
-    def job(info: ProcessInfo) -> tuple:
-        return child_engine(parent, info).call(func_name, tuple(args))
-
-    return grid.run({pid: job for pid in grid.process_ids()})

@@ -16,7 +16,7 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform import process_grid as pg
-from stablehlo_conform.engine import Engine
+from stablehlo_conform.engine import Engine, run_spmd
 from stablehlo_conform.errors import ConformError, UnsupportedOp
 from stablehlo_conform.kernels.registry import Registry, load_all
 
@@ -542,7 +542,7 @@ module attributes {mhlo.num_replicas = 2 : i32, mhlo.num_partitions = 2 : i32} {
 }
 """
     (mod,) = frontend.load_text(text)
-    out = pg.run_spmd(mod, "main", (np.array(3, np.int32),), registry=REG)
+    out = run_spmd(mod, "main", (np.array(3, np.int32),), registry=REG)
     assert sorted(out) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     for (r, p), (rid, pid, s) in out.items():
         assert (int(rid), int(pid), int(s)) == (r, p, 6)

@@ -571,6 +571,26 @@ def test_f64_values_that_scipy_or_numpy_miss_by_an_ulp_or_more(op, x, expected):
     same(run_op(op, np.array(x)), np.array(expected))
 
 
+def test_one_cube_root_policy_for_math_and_stablehlo():
+    """``math.cbrt`` is evaluated as ``stablehlo.cbrt`` is: both give the correctly rounded
+    f64 cube root (where the C library's is one ULP off)."""
+    from stablehlo_conform import frontend
+    from stablehlo_conform.engine import run_function
+
+    (mod,) = frontend.load_text("""
+    func.func @main(%x: tensor<2xf64>, %s: f64) -> (tensor<2xf64>, tensor<2xf64>, f64) {
+      %m = math.cbrt %x : tensor<2xf64>
+      %h = stablehlo.cbrt %x : tensor<2xf64>
+      %c = math.cbrt %s : f64
+      return %m, %h, %c : tensor<2xf64>, tensor<2xf64>, f64
+    }""")
+    x = np.array([7.371358815644248e+131, -27.0])
+    # (glibc's cube root, which NumPy calls, gives 9.033357207648531e+43: one ULP above)
+    m, h, c = run_function(mod, "main", [x, np.float64(x[0])])
+    assert m.tolist() == h.tolist() == [9.03335720764853e+43, -3.0]
+    assert float(c) == 9.03335720764853e+43
+
+
 def test_f8e8m0fnu_rounds_to_the_nearest_power_of_two():
     e8 = ml_dtypes.float8_e8m0fnu
     # erfc(32) underflows in f64 but is positive: the smallest value 2**-127 (the type has no zero);

@@ -71,6 +71,16 @@ def test_quantize_rounds_half_to_even_after_clamp_to_storage_range():
     assert got.tolist() == [127, -127, 127, -127, 0]
 
 
+def test_one_quantize_adds_the_zero_point_before_rounding():
+    """spec.md ``quantize``: round_nearest_even(clamp(x / scale + zero_point)); the element-wise
+    kernels use this very pair (rounding first and adding the zero point after gives 3 here)."""
+    from stablehlo_conform.kernels import elementwise as E
+
+    assert E.quantize is Q.quantize and E.dequantize is Q.dequantize
+    qt = qtype("!quant.uniform<i8:f32, 1.0:3>")
+    assert Q.quantize(np.array([0.5, -0.5, 1.5], np.float32), qt).tolist() == [4, 2, 4]
+
+
 def test_dequantize_difference_does_not_wrap_in_storage():
     qt = qtype("!quant.uniform<i8:f32, 1.0:-30>")
     # 120 - (-30) = 150 exceeds i8; the value is 150.0

@@ -328,7 +328,7 @@ def test_back_compat_shardy_program_gives_its_expected_outputs():
 
 
 def test_inline_meshes_and_mesh_axes_groups_on_a_process_grid():
-    from stablehlo_conform.process_grid import run_spmd
+    from stablehlo_conform.engine import run_spmd
 
     assert frontend.parse_attribute('#sdy.sharding<mesh<["a"=2], device_ids=[1, 0]>, [{"a"}]>') == TensorSharding(
         Mesh((("a", 2),), (1, 0)), ((AxisRef("a"),),))

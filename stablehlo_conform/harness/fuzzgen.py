@@ -31,6 +31,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import frontend
+from .. import types as T
+from ..compare import _float_info
+from ..errors import ConformError
+from .backends import get_backend
+
 FLOATS = ("f32", "f64", "f16", "bf16")
 F8 = ("f8E4M3FN", "f8E5M2")
 SIGNED = ("i8", "i16", "i32", "i64")
@@ -75,8 +81,6 @@ def tensor(shape, et: str) -> str:
 
 
 def dtype_of(et: str) -> np.dtype:
-    from .. import types as T
-
     return np.dtype(T.element_type(et).dtype)
 
 
@@ -135,8 +139,6 @@ def draw(rng: np.random.Generator, shape, et: str, domain: str = "any") -> np.nd
 
 def subnormals(rng: np.random.Generator, shape, et: str) -> np.ndarray:
     """Subnormal values of a float type (and a few zeros)."""
-    from ..compare import _float_info
-
     dt = dtype_of(et)
     tiny = float(_float_info(dt).smallest_normal)
     a = rng.uniform(-tiny, tiny, tuple(shape))
@@ -618,10 +620,6 @@ def generate(seed: int, index: int) -> Program:
     """Program ``index`` of campaign ``seed`` (parsed and verified; values
     finite on the NumPy engine unless the kind's inputs are special on
     purpose)."""
-    from .. import frontend
-    from ..errors import ConformError
-    from .backends import get_backend
-
     names = list(KINDS)
     weights = np.array([KINDS[k][0] for k in names], float)
     last_error = ""

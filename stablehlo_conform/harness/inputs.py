@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import types as T
 from ..errors import InputError
-from ..kernels._numeric import make_complex
+from ..numeric import make_complex
 from ..program import Func, walk_ops
 from . import guard
 

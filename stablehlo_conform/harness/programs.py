@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import types as T
-from ..kernels._numeric import make_complex
+from ..numeric import make_complex
 from ..program import Func, Module
 
 DYNAMIC_SIZE = 4

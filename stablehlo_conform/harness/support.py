@@ -8,9 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .. import iree_format
+from .. import frontend, iree_format
+from ..engine import TERMINATORS
 from ..errors import ConformError, ParseError
+from ..kernels.custom_call import TARGETS
+from ..kernels.registry import load_all
 from ..program import Module, walk_ops
+from .cases import base_record, enumerate_file, test_ids
+from .iree_run import find_cases
 
 _OP_AT_START = re.compile(r"^\s*(?:%[^=\"]*=\s*)?([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_.]*)")
 # dialects of whole programs outside StableHLO that tests mix in, and what they are
@@ -32,10 +37,6 @@ def missing(ops: Iterable[tuple[str, str | None]]) -> list[str]:
     """Of ``(op name, custom-call target)`` pairs: the op names without a
     kernel and ``stablehlo.custom_call @target`` for targets without one,
     in order, each once."""
-    from ..engine import TERMINATORS
-    from ..kernels.custom_call import TARGETS
-    from ..kernels.registry import load_all
-
     reg = load_all()
     engine_ops = TERMINATORS | {"func.call", "cf.br", "cf.cond_br", "cf.switch", "func.func", "builtin.module"}
     out: dict[str, None] = {}
@@ -59,8 +60,6 @@ def unsupported_ops(modules: Iterable[Module]) -> list[str]:
 
 def unknown_dialect_ops(text: str) -> list[str]:
     """Ops (as written in custom syntax) of dialects the bindings do not know."""
-    from .. import frontend
-
     known: dict[str, bool] = {}
     out: dict[str, None] = {}
     for line in iree_format.rewrite(text).splitlines():
@@ -101,9 +100,6 @@ def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], l
     (the others emptied), so those that parse run and every other one is a
     record named after its function. Returns the modules that loaded and
     the error records."""
-    from .. import frontend
-    from .cases import base_record
-
     pieces = iree_format.function_pieces(chunk.text) if chunk.text else []
     if not pieces:
         rec = base_record(path, f"{path}::<chunk@{chunk.line}>", "", chunk.line)
@@ -131,9 +127,6 @@ def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], l
 def iree_programs(path: str, source: str, loaded: list[Module], out) -> bool:
     """Fill ``out.programs`` with the cases of IREE RUN lines (they replace
     the file's tests when they carry CHECK lines); False when there is none."""
-    from .cases import base_record, test_ids
-    from .iree_run import find_cases
-
     if not loaded:
         return False
     try:
@@ -155,8 +148,6 @@ def file_report(path: str) -> list[tuple[str, str, str]]:
     """``(where, status, detail)`` lines saying whether ``path`` will run:
     ``ok`` (with its test count), ``unsupported`` (the ops, targets and
     dialects it needs) or ``error`` (it does not parse)."""
-    from .cases import enumerate_file
-
     cases = enumerate_file(path)
     rows = []
     for rec in cases.errors:
@@ -174,8 +165,6 @@ def file_report(path: str) -> list[tuple[str, str, str]]:
 def unsupported_lines(files: Iterable[str]) -> Iterable[str]:
     """One line per file that needs ops, targets or dialects without a
     kernel, naming them (files that load and need nothing print nothing)."""
-    from .. import frontend
-
     for f in files:
         ops: list[tuple[str, str | None]] = []
         try:

@@ -3,7 +3,7 @@
 SciPy's f64 special functions are accurate to a few ULPs at best (``erfc`` loses hundreds of
 ULPs for large arguments and flushes its subnormal tail to zero, ``bessel_i1e`` is off by up to 9
 ULPs). The functions here evaluate in :data:`W`, ``np.longdouble`` where it has at least 64
-significand bits (:data:`._numeric.LONG_OK`: x87 extended precision or binary128), from
+significand bits (:data:`stablehlo_conform.numeric.LONG_OK`: x87 extended precision or binary128), from
 series, continued fractions and asymptotic expansions whose truncation error is below ``2**-64``,
 and the f64 result is rounded once from there: its error stays within ``0.5 + 2**-8`` ULP
 where the evaluation does not cancel. Where ``np.longdouble`` is f64, the same formulas run in
@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._numeric import LONG_OK, make_complex, two_prod
+from ..numeric import LONG_OK, in_f64, make_complex, two_prod  # noqa: F401 - in_f64 is used as X.in_f64
 
 W = np.longdouble if LONG_OK else np.float64
 """The working type."""
@@ -280,20 +280,6 @@ def lgamma(x) -> np.ndarray:
 
 CW = np.clongdouble if LONG_OK else np.complex128
 """The complex working type."""
-
-
-def in_f64(f):
-    """``f`` (a NumPy function of real or complex arrays) evaluated in :data:`W` (:data:`CW`)
-    and rounded once into f64 (each part into f64)."""
-    def g(*ws):
-        with np.errstate(all="ignore"):
-            args = [np.asarray(w) for w in ws]
-            cplx = any(a.dtype.kind == "c" for a in args)
-            r = f(*[a.astype(CW if cplx else W) for a in args])
-            return np.asarray(r).astype(np.complex128 if cplx else np.float64)
-
-    g.__name__ = getattr(f, "__name__", "f")
-    return g
 
 
 def complex_expm1(z):

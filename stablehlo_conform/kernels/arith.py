@@ -20,7 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import types as T
-from ._numeric import ieee_maximum, ieee_minimum, order_zero_result
+from ..numeric import ieee_maximum, ieee_minimum, order_zero_result
 from .registry import kernel
 
 _I64 = np.dtype(np.int64)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._numeric import bits_of, from_unsigned_pattern, is_signed, to_i64, unsigned_pattern, wrap_i64
+from ..numeric import bits_of, from_unsigned_pattern, is_signed, to_i64, unsigned_pattern, wrap_i64
 from .elementwise import _kind, binary, int_fn, unary
 
 def _logic(f_bool, f_int):

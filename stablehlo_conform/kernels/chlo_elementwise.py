@@ -66,7 +66,7 @@ from __future__ import annotations
 import numpy as np
 from ._lazy import special as sc
 
-from ._numeric import (
+from ..numeric import (
     C128,
     F64,
     bits_of,
@@ -212,7 +212,7 @@ def _zeta(x, q):
     """SciPy's Hurwitz zeta; ``q ** -x`` (the first term, to which the sum rounds) for
     ``x > 2**16`` where SciPy gives NaN; NaN for a NaN argument. For a type narrower than f64 (:func:`_zeta_narrow`),
     positive for ``x > 1``, ``q > 0`` also where it underflows
-    (:func:`._numeric.positive_underflow`)."""
+    (:func:`stablehlo_conform.numeric.positive_underflow`)."""
     r = sc.zeta(x, q)
     r = np.where(np.isnan(r) & (x > 2.0 ** 16) & (q > 0) & (q < np.inf), np.power(q, -x), r)
     return np.where(np.isnan(x) | np.isnan(q), np.nan, r)  # SciPy: zeta(1, nan) = inf
@@ -326,7 +326,7 @@ def _complex_square(w):
 
 
 def _complex128_square(w):
-    """complex128: :func:`.elementwise.complex128_multiply` of ``w`` by itself (each part rounded
+    """complex128: :func:`stablehlo_conform.numeric.complex128_multiply` of ``w`` by itself (each part rounded
     once), the formula of :func:`_complex_square` in extended precision where a part is zero,
     infinite, NaN or extreme."""
     return E.complex128_multiply(w, w, fallback=lambda a, _: X.in_f64(_complex_square)(a))

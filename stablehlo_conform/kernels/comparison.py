@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
-from ._numeric import bits_of, float_bits, kind_of, native_float_pair, wide
+from ..numeric import bits_of, float_bits, kind_of, native_float_pair, wide
 from .elementwise import _element, dequantize
 from .registry import kernel
 

@@ -15,7 +15,7 @@ See spec.md#convert, spec.md#bitcast_convert, spec.md#reduce_precision.
 - float -> float rounds to nearest even once; overflow gives infinity
   (types without infinity follow ml_dtypes: NaN or saturation). A value
   below ``2**-126`` rounds to the nearer power of two in ``f8E8M0FNU``
-  (:func:`._numeric.round_to_e8m0`; ``ml_dtypes`` rounds such values up).
+  (:func:`stablehlo_conform.numeric.round_to_e8m0`; ``ml_dtypes`` rounds such values up).
 - complex -> complex converts each part; complex -> real drops the imaginary
   part; real -> complex has a zero imaginary part.
 
@@ -39,7 +39,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import types as T
-from ._numeric import (
+from ..numeric import (
     E8M0,
     F32,
     F64,

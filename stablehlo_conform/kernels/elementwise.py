@@ -38,8 +38,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
-from ._numeric import (
-    LONG_OK,
+from ..numeric import (
+    complex128_multiply,
+    in_f64,
+    complex_divide,
     bits_of,
     ieee_maximum,
     ieee_minimum,
@@ -53,12 +55,10 @@ from ._numeric import (
     positive_underflow,
     round_to,
     to_i64,
-    two_prod,
-    two_sum,
-    int_limits,
     wide,
     wrap_i64,
 )
+from .quantized import dequantize, quantize
 from .registry import kernel
 
 
@@ -67,46 +67,12 @@ _NATIVE = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64),
 
 
 # --------------------------------------------------------------------------- #
-# quantization (spec.md#dequantize_op_quantize)
+# quantization (spec.md#dequantize_op_quantize; dequantize and quantize are
+# the spec's, from .quantized)
 # --------------------------------------------------------------------------- #
 
 def _element(ty):
     return ty.element if isinstance(ty, T.TensorType) else ty
-
-
-def _axis_shape(x: np.ndarray, qt: T.QuantizedType, vals) -> np.ndarray:
-    arr = np.asarray(vals)
-    if qt.axis is None or arr.size == 1:
-        return arr.reshape(())
-    shape = [1] * x.ndim
-    shape[qt.axis] = arr.size
-    return arr.reshape(shape)
-
-
-def dequantize(x: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
-    """``(x - zero_point) * scale`` in the expressed type."""
-    ex = qt.expressed.dtype
-    zp = _axis_shape(x, qt, np.array(qt.zero_points, dtype=np.int64))
-    sc_ = _axis_shape(x, qt, np.array(qt.scales, dtype=np.float64)).astype(ex)
-    with np.errstate(all="ignore"):
-        return ((to_i64(x) - zp).astype(ex) * sc_).astype(ex)
-
-
-def quantize(v: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
-    """``clamp(round_nearest_even(v / scale) + zero_point)`` into storage."""
-    ex = qt.expressed.dtype
-    v = np.asarray(v).astype(ex)
-    zp = _axis_shape(v, qt, np.array(qt.zero_points, dtype=np.float64)).astype(ex)
-    sc_ = _axis_shape(v, qt, np.array(qt.scales, dtype=np.float64)).astype(ex)
-    smin = qt.storage_min
-    smax = qt.storage_max
-    dmin, dmax = int_limits(qt.storage.dtype)
-    smin = dmin if smin is None else smin
-    smax = dmax if smax is None else smax
-    with np.errstate(all="ignore"):
-        r = np.rint((v / sc_).astype(ex)) + zp
-        r = np.clip(np.nan_to_num(r.astype(np.float64)), smin, smax)
-    return wrap_i64(r.astype(np.int64), qt.storage.dtype)
 
 
 def apply(op, fn, args):
@@ -224,7 +190,7 @@ def _float_fn(f, dt, xs, op, refine):
             mask = mask | np.asarray(refine(*ws, r), dtype=bool)
     if not mask.any():
         return res
-    from ..oracle.exact import correctly_rounded
+    from ..oracle.exact import correctly_rounded  # here: mpmath's start-up only where a result is near a midpoint
 
     args = np.broadcast_arrays(*xs)
     res = np.array(np.broadcast_to(res, mask.shape), dtype=dt)
@@ -234,9 +200,7 @@ def _float_fn(f, dt, xs, op, refine):
 
 def _wider(f, dt):
     """``f`` for :func:`float_fn`: evaluated in extended precision for an f64 or complex128
-    result (:func:`._extended.in_f64`), else in f64 (complex128)."""
-    from ._extended import in_f64
-
+    result (:func:`stablehlo_conform.numeric.in_f64`), else in f64 (complex128)."""
     return in_f64(f) if np.dtype(dt) in (np.dtype(np.float64), np.dtype(np.complex128)) else f
 
 
@@ -313,62 +277,6 @@ def multiply(dt, a, b):
 
 
 # parts whose products and their rounding errors stay in the normal range of f64
-_TWO_PROD_RANGE = (2.0 ** -450, 2.0 ** 450)
-
-
-def complex128_multiply(a, b, fallback=None):
-    """``(ac - bd) + (ad + bc) i`` for complex128 operands, each part rounded once: every
-    product split exactly into two f64 numbers (:func:`._numeric.two_prod`), the high halves and
-    the low halves summed apart in extended precision, then the two sums, rounded once with the
-    rounding error of that last sum breaking ties (correctly rounded unless the extended sums of
-    the halves themselves round, which takes products 2**11 apart in magnitude, far from any
-    cancellation). Operands with a zero, infinite, NaN or
-    extreme part are multiplied in extended precision as complex numbers (IEEE signs of zero,
-    C99 infinities), or by ``fallback(a, b)``."""
-    from ._extended import in_f64
-
-    a, b = np.broadcast_arrays(np.asarray(a, np.complex128), np.asarray(b, np.complex128))
-    r = np.asarray((fallback or in_f64(np.multiply))(a, b))
-    parts = (a.real, a.imag, b.real, b.imag)
-    ok = _two_prod_ok(*parts)
-    if not ok.any():
-        return r
-    ar, ai, br, bi = (np.where(ok, p, 1.0) for p in parts)
-    with np.errstate(all="ignore"):
-        re = _round_once(*_sum_of_products(ar, br, ai, bi, -1))
-        im = _round_once(*_sum_of_products(ar, bi, ai, br, 1))
-    return np.where(ok, make_complex(re, im), r)
-
-
-def _two_prod_ok(*parts) -> np.ndarray:
-    """Where every part lies in :data:`_TWO_PROD_RANGE` (zeros, infinities and NaN do not)."""
-    lo, hi = _TWO_PROD_RANGE
-    return np.logical_and.reduce([(np.abs(p) >= lo) & (np.abs(p) <= hi) for p in parts])
-
-
-_W = np.longdouble if LONG_OK else np.float64
-
-
-def _sum_of_products(x1, y1, x2, y2, sign):
-    """``x1 y1 + sign x2 y2`` of f64 values in range (:func:`_two_prod_ok`) from the exact halves
-    of both products (:func:`._numeric.two_prod`): the high halves and the low halves summed apart
-    in extended precision, then the two sums. Returns the extended sum and its rounding error."""
-    p1, e1 = two_prod(x1, y1)
-    p2, e2 = two_prod(x2, y2)
-    return two_sum(p1.astype(_W) + sign * p2.astype(_W), e1.astype(_W) + sign * e2.astype(_W))
-
-
-def _round_once(total, err):
-    """The extended ``total`` rounded into f64, its rounding error ``err`` breaking ties: where it
-    lies exactly on an f64 midpoint (``(1 + 2**-52)**2 - 9``), the error says which side the value
-    is on."""
-    r = total.astype(np.float64)
-    d = total - r.astype(_W)
-    other = np.nextafter(r, np.where(d > 0, np.inf, -np.inf))
-    tie = (d != 0) & (total == (r.astype(_W) + other.astype(_W)) / 2) & (np.sign(err) == np.sign(d))
-    return np.where(tie, other, r)
-
-
 def _division_operands(a, b, dt):
     """Integer dividend and divisor made safe for NumPy's division ops.
 
@@ -413,71 +321,6 @@ def int_remainder(a, b, dt):
             r = np.where(neg1, np.zeros_like(r), r)
         r = np.where(zero, a, r)
     return wrap_i64(r, dt) if is_subbyte_int(dt) else r
-
-
-def _complex128_quotient(a, b, q):
-    """``(a conj(b)) / |b|**2`` of complex128 ``a`` and ``b`` (broadcast), rounded once into f64
-    parts, where the parts are finite and ``b`` is not 0 (``q`` elsewhere). Where every part lies
-    in :data:`_TWO_PROD_RANGE`, the numerator's parts and the denominator come from the exact
-    halves of their products (:func:`_sum_of_products`: the numerator's sums keep their low bits
-    where they cancel); elsewhere from products in extended precision (no overflow or underflow
-    for finite f64 parts). Both are divided in extended precision."""
-    halves = _two_prod_ok(a.real, a.imag, b.real, b.imag)
-    if not halves.all():
-        ar, ai = a.real.astype(np.longdouble), a.imag.astype(np.longdouble)
-        br, bi = b.real.astype(np.longdouble), b.imag.astype(np.longdouble)
-        den = br * br + bi * bi
-        ok = np.isfinite(ar) & np.isfinite(ai) & np.isfinite(den) & (den != 0)
-        safe = np.where(ok, den, 1)
-        re = ((ar * br + ai * bi) / safe).astype(np.float64)
-        im = ((ai * br - ar * bi) / safe).astype(np.float64)
-        q = np.where(ok, make_complex(re, im), q)
-    if not halves.any():
-        return q
-    ar, ai, br, bi = (np.where(halves, p, 1.0) for p in (a.real, a.imag, b.real, b.imag))
-    den = _sum_of_products(br, br, bi, bi, 1)[0]
-    re = (_sum_of_products(ar, br, ai, bi, 1)[0] / den).astype(np.float64)
-    im = (_sum_of_products(ai, br, ar, bi, -1)[0] / den).astype(np.float64)
-    return np.where(halves, make_complex(re, im), q)
-
-
-def complex_divide(a, b):
-    """Complex division that keeps infinities (C99 Annex G recovery):
-    finite / 0 and inf / finite are infinite, finite / inf is zero.
-
-    Results are assembled from their parts (:func:`make_complex`), never as
-    ``re + 1j * im``, which loses the sign of zero parts and turns an
-    infinite part into NaN."""
-    with np.errstate(all="ignore"):
-        q = np.divide(a, b)
-        if LONG_OK and q.dtype == np.dtype(np.complex128):
-            q = _complex128_quotient(*np.broadcast_arrays(a, b), q)
-        bad = np.isnan(q.real) & np.isnan(q.imag)
-        if not bad.any():
-            return q
-        a, b = np.broadcast_arrays(a, b)
-        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-        a_nan = np.isnan(ar) | np.isnan(ai)
-        b_nan = np.isnan(br) | np.isnan(bi)
-        a_inf = np.isinf(ar) | np.isinf(ai)
-        b_inf = np.isinf(br) | np.isinf(bi)
-        b_zero = (br == 0) & (bi == 0)
-        # x / 0 with x non-zero and not NaN
-        case1 = bad & b_zero & ~a_nan & ((ar != 0) | (ai != 0))
-        inf_b = np.copysign(np.inf, br)
-        r1 = make_complex(inf_b * ar, inf_b * ai)
-        # inf / finite
-        case2 = bad & a_inf & ~b_inf & ~b_nan & ~case1
-        ar2 = np.copysign(np.where(np.isinf(ar), 1.0, 0.0), ar)
-        ai2 = np.copysign(np.where(np.isinf(ai), 1.0, 0.0), ai)
-        r2 = make_complex(np.inf * (ar2 * br + ai2 * bi), np.inf * (ai2 * br - ar2 * bi))
-        # finite / inf
-        case3 = bad & b_inf & ~a_inf & ~a_nan
-        br3 = np.copysign(np.where(np.isinf(br), 1.0, 0.0), br)
-        bi3 = np.copysign(np.where(np.isinf(bi), 1.0, 0.0), bi)
-        r3 = make_complex(0.0 * (ar * br3 + ai * bi3), 0.0 * (ai * br3 - ar * bi3))
-        q = np.where(case1, r1, np.where(case2, r2, np.where(case3, r3, q)))
-    return q
 
 
 @binary("stablehlo.divide")
@@ -546,7 +389,7 @@ def power(dt, a, b):
 
 def _real_power(a, b):
     """``a ** b`` in f64 for a narrower type: positive where it underflows with ``a > 0``
-    (:func:`._numeric.positive_underflow`)."""
+    (:func:`stablehlo_conform.numeric.positive_underflow`)."""
     return positive_underflow(np.power(a, b), (a > 0) & (a < np.inf) & np.isfinite(b))
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from ._lazy import special as sc
 
 from . import _extended as X
-from ._numeric import C128, F64, make_complex, wide
+from ..numeric import C128, F64, make_complex, wide
 from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
 @unary("stablehlo.ceil")

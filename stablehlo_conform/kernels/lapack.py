@@ -33,6 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .custom_call import custom_target
+from .random import threefry2x32
 
 _PREFIXES = "sdcz"
 _REAL = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
@@ -513,8 +514,6 @@ def pivots_to_permutation(pivots, size: int) -> np.ndarray:
 def threefry2x32_target(op, k0, k1, x0, x1):
     """Threefry-2x32 (20 rounds) on broadcast keys and counters, as JAX's
     ``threefry2x32`` primitive."""
-    from .random import threefry2x32
-
     shape = np.broadcast_shapes(*(np.shape(v) for v in (k0, k1, x0, x1)))
     k0, k1, x0, x1 = (np.broadcast_to(np.asarray(v, np.uint32), shape).ravel() for v in (k0, k1, x0, x1))
     y0, y1 = threefry2x32(k0, k1, x0, x1)  # keys element-wise

@@ -34,6 +34,11 @@ import numpy as np
 
 from .. import types as T
 from .registry import kernel
+from .arith import wrap
+from .arith import to_float
+from ..errors import ConformError
+from . import collectives as C
+from .arith import as_signed, as_unsigned, bits_of
 
 
 def _check_plain(op) -> None:
@@ -53,8 +58,6 @@ def contract(op, subscripts: str, *operands) -> np.ndarray:
         r = np.einsum(subscripts, *[x.astype(np.int64) for x in xs]) != 0
         return np.asarray(r, dtype=np.bool_)
     if kind in ("int", "uint"):
-        from .arith import wrap
-
         with np.errstate(all="ignore"):
             xs = [np.asarray(x).astype(np.int64) for x in operands]
             r = np.einsum(subscripts, *xs)
@@ -65,7 +68,6 @@ def contract(op, subscripts: str, *operands) -> np.ndarray:
         r = np.einsum(subscripts, *xs, optimize=len(xs) > 1)
         if kind == "complex":
             return np.asarray(np.asarray(r).astype(dt), dtype=dt)
-    from .arith import to_float
 
     return to_float(r, dt)
 
@@ -136,8 +138,6 @@ def torch_index_select(op, operand, index):
     if not (0 <= bd <= dim < x.ndim and bd <= idx.ndim):
         raise op.unsupported(f"dim={dim} batch_dims={bd} for ranks {x.ndim}, {idx.ndim}")
     if idx.size and (idx.min() < 0 or idx.max() >= x.shape[dim]):
-        from ..errors import ConformError
-
         raise ConformError(f"{op.name} at {op.loc}: index out of range [0, {x.shape[dim]})")
     n_pre = dim - bd
     n_k = idx.ndim - bd
@@ -170,7 +170,6 @@ def cross_replica_sum(op, x):
     singleton = groups.size == 0 or groups.ndim < 2 or groups.shape[-1] <= 1
     if op.engine.process is None or singleton:
         return (np.array(x, copy=True),)
-    from . import collectives as C
 
     needed = ("process_of", "_need_group", "_my_group", "_groups", "_meet")
     if not all(hasattr(C, n) for n in needed):
@@ -249,15 +248,11 @@ def scf_index_switch(op, arg):
 def scf_for(op, lb, ub, step, *inits):
     """``for iv = lb; iv < ub; iv += step`` carrying ``inits`` (signed
     comparison, or unsigned with the ``unsignedCmp`` attribute)."""
-    from .arith import as_signed, as_unsigned, bits_of
-
     ity = op.operand_type(0)
     bits = bits_of(ity)
     conv = as_unsigned if op.attr("unsignedCmp", False) else as_signed
     lo, hi, st = (int(conv(v, bits)) for v in (lb, ub, step))
     if st <= 0:
-        from ..errors import ConformError
-
         raise ConformError(f"{op.name} at {op.loc}: step {st} is not positive")
     body = op.region(0)
     values = tuple(inits)

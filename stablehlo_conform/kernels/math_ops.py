@@ -1,7 +1,8 @@
 """The MLIR ``math`` dialect on scalars and tensors.
 
 Float functions are evaluated in f64 and rounded once to the result type (f16,
-bf16 and the small float formats, f32), or natively in f64. Integer functions
+bf16 and the small float formats, f32), or natively in f64; ``math.cbrt`` is
+evaluated as ``stablehlo.cbrt`` (spec.md "cbrt"), one cube-root policy. Integer functions
 (``absi``, ``ctlz``, ``cttz``, ``ctpop``, ``ipowi``) use the two's complement
 bits of the signless operand and wrap.
 
@@ -24,7 +25,9 @@ from .arith import (
     to_float,
     wrap,
 )
-from ._numeric import make_complex, two_prod, two_sum
+from ..numeric import make_complex, two_prod, two_sum
+from .elementwise import apply
+from .float_math import cbrt as _cbrt
 from .registry import kernel
 
 _U64 = np.dtype(np.uint64)
@@ -71,13 +74,13 @@ _unary_float("math.round", round_half_away)
 _unary_float("math.roundeven", np.rint)
 _unary_float("math.sqrt", np.sqrt)
 _unary_float("math.rsqrt", lambda x: 1.0 / np.sqrt(x))
-_unary_float("math.cbrt", np.cbrt)
 _unary_float("math.exp", np.exp)
 _unary_float("math.exp2", np.exp2)
 _unary_float("math.expm1", np.expm1)
 _unary_float("math.log", np.log)
 _unary_float("math.log2", np.log2)
 _unary_float("math.log10", np.log10)
+
 _unary_float("math.log1p", np.log1p)
 _unary_float("math.sin", np.sin)
 _unary_float("math.cos", np.cos)
@@ -96,6 +99,13 @@ _unary_float("math.erfc", special.erfc)
 _binary_float("math.atan2", np.arctan2)
 _binary_float("math.powf", np.power)
 _binary_float("math.copysign", np.copysign)
+
+
+@kernel("math.cbrt")
+def math_cbrt(op, a):
+    """``math.cbrt``: evaluated as ``stablehlo.cbrt`` is (one cube-root policy: an f64 result
+    in extended precision, results near a rounding midpoint settled by the exact oracle)."""
+    return apply(op, _cbrt, (a,))
 
 
 @kernel("math.sincos")

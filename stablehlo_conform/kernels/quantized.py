@@ -38,43 +38,18 @@ import numpy as np
 
 from .. import types as T
 from ..errors import UnsupportedOp
-from ._numeric import int_limits, round_to, to_i64, wrap_i64
-from .registry import kernel
+from ..opinfo import DEQUANTIZE, STORAGE
+from .context import OpContext
+from ..numeric import int_limits, round_to, to_i64, wrap_i64
+from .registry import KERNELS, kernel
 
 F64 = np.float64
 
 # Ops whose spec semantics on quantized tensors is dequantize -> float op ->
-# quantize (dequantize_op_quantize and its compare/select/batch_norm/hybrid
-# variants).
-DEQUANTIZE_OPS = frozenset(
-    "stablehlo." + n
-    for n in (
-        "abs add atan2 batch_norm_grad batch_norm_inference batch_norm_training cbrt ceil "
-        "cholesky clamp compare convolution cosine divide dot_general dynamic_conv "
-        "exponential exponential_minus_one floor is_finite log log_plus_one logistic maximum "
-        "minimum multiply negate power reduce_precision remainder round_nearest_afz "
-        "round_nearest_even rsqrt select sign sine sqrt subtract tan tanh triangular_solve"
-    ).split()
-)
-
-# Ops that move, select or forward storage values unchanged (their
-# constraints keep quantization parameters), and ops whose kernels are
-# written for quantized values themselves (quantize/dequantize, constant,
-# iota) or whose bodies carry the arithmetic (reduce, sort, map, ...).
-STORAGE_OPS = frozenset(
-    ["stablehlo." + n for n in (
-        "uniform_quantize uniform_dequantize iota dynamic_iota bitcast_convert "
-        "broadcast_in_dim dynamic_broadcast_in_dim concatenate dynamic_slice "
-        "dynamic_update_slice gather dynamic_gather scatter pad dynamic_pad reshape "
-        "dynamic_reshape reverse slice real_dynamic_slice transpose get_dimension_size "
-        "get_tuple_element tuple optimization_barrier if case while return "
-        "all_gather all_to_all all_reduce reduce_scatter collective_permute "
-        "collective_broadcast send recv infeed outfeed async_start async_done "
-        "custom_call composite reduce reduce_window select_and_scatter sort map "
-        "set_dimension_size"
-    ).split()]
-    + ["func.call", "func.return", "interpreter.probe", "interpreter.print", "interpreter.run_parallel"]
-)
+# quantize, and ops that move or forward storage values unchanged: declared
+# ``quantized`` in the op registry (stablehlo_conform/opinfo.py).
+DEQUANTIZE_OPS = KERNELS.where(quantized=DEQUANTIZE)
+STORAGE_OPS = KERNELS.where(quantized=STORAGE)
 
 
 # --------------------------------------------------------------------------- #
@@ -224,8 +199,6 @@ def dequantize_op_quantize(engine, op, fn, args):
     ``dequantize_compare``, ``dequantize_select_quantize``,
     ``dequantize_batch_norm_grad_or_training_quantize``,
     ``hybrid_dequantize_then_op``)."""
-    from ..engine import OpContext
-
     if op.name == "stablehlo.constant":
         return _quantized_constant(op, fn(OpContext(op, engine)))
     if op.name not in DEQUANTIZE_OPS:

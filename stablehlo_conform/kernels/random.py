@@ -47,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from .registry import kernel
+from ..types import from_bits
 
 _M32 = np.uint64(0xFFFFFFFF)
 
@@ -205,7 +206,6 @@ def _to_output(bits: np.ndarray, shape: tuple, dtype: np.dtype, width: int) -> n
         return v.astype(dtype).reshape(shape)
     if dtype.kind == "u" or dtype.name.startswith("uint"):
         return low.astype(dtype).reshape(shape)
-    from ..types import from_bits  # float4/float6
 
     return from_bits(low.reshape(shape), dtype)
 

@@ -46,8 +46,9 @@ import dataclasses
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._numeric import ieee_maximum, ieee_minimum, kind_of
+from ..numeric import ieee_maximum, ieee_minimum, kind_of
 from .registry import kernel
+from .quantized import dequantize, quantize
 
 # ---------------------------------------------------------------------------
 # body analysis
@@ -314,7 +315,6 @@ def _to_destination(op, value: np.ndarray, src, dst) -> np.ndarray:
     if sq and dq:
         if dataclasses.replace(src, text="") == dataclasses.replace(dst, text=""):
             return value
-        from .quantized import dequantize, quantize
 
         return quantize(dequantize(value, src), dst)
     raise op.unsupported(f"conversion from {src} to {dst} (is_promotable needs both quantized)")

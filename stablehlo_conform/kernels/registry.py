@@ -1,61 +1,35 @@
-"""The kernel registry: op name -> NumPy kernel.
+"""The kernel registry: op name -> NumPy kernel (and the op's other facts).
 
-A kernel is ``fn(op, *operands) -> tuple`` where ``op`` is the engine's
-:class:`~stablehlo_conform.engine.OpContext` (decoded attributes, types,
+A kernel is ``fn(op, *operands) -> tuple`` where ``op`` is an
+:class:`~stablehlo_conform.kernels.context.OpContext` (decoded attributes, types,
 regions as callables) and the operands are NumPy arrays (tuples, tokens).
+The registry itself, with each op's :class:`~stablehlo_conform.opinfo.OpInfo`,
+is :mod:`stablehlo_conform.opinfo`; this module loads the kernels into it.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-Kernel = Callable[..., tuple]
+from ..opinfo import OPS, Kernel, OpInfo, Registry, register_op
 
+__all__ = ["KERNELS", "Kernel", "OpInfo", "Registry", "kernel", "load_all", "register_op"]
 
-class Registry:
-    """A mapping of op names to kernels with layered overrides."""
-
-    def __init__(self, table: Mapping[str, Kernel] | None = None, parent: "Registry | None" = None):
-        self._table: dict[str, Kernel] = dict(table or {})
-        self._parent = parent
-
-    def register(self, name: str, fn: Kernel, replace: bool = False) -> None:
-        if name in self._table and not replace:
-            raise ValueError(f"kernel for {name} registered twice")
-        self._table[name] = fn
-
-    def lookup(self, name: str) -> Kernel | None:
-        fn = self._table.get(name)
-        if fn is None and self._parent is not None:
-            return self._parent.lookup(name)
-        return fn
-
-    def __contains__(self, name: str) -> bool:
-        return self.lookup(name) is not None
-
-    def names(self) -> list[str]:
-        names = set(self._table)
-        if self._parent is not None:
-            names |= set(self._parent.names())
-        return sorted(names)
-
-    def with_overrides(self, overrides: Mapping[str, Kernel]) -> "Registry":
-        """A new registry that answers ``overrides`` first, then this one."""
-        return Registry(overrides, parent=self)
-
-
-KERNELS = Registry()
+KERNELS = OPS
 _loaded = False
 
 
-def kernel(*names: str) -> Callable[[Kernel], Kernel]:
-    """Register ``fn`` as the kernel of each op name given."""
+def kernel(*names: str, **facts) -> Callable[[Kernel], Kernel]:
+    """Register ``fn`` as the kernel of each op name given (with ``facts``, see
+    :func:`~stablehlo_conform.opinfo.register_op`)."""
 
     def deco(fn: Kernel) -> Kernel:
         for n in names:
             KERNELS.register(n, fn)
+            if facts:
+                KERNELS.declare(n, **facts)
         return fn
 
     return deco
@@ -65,10 +39,10 @@ def load_all() -> Registry:
     """Import every kernel module of this package (once) and return KERNELS."""
     global _loaded
     if not _loaded:
-        from .. import kernels as pkg
-
+        pkg_name = __name__.rsplit(".", 1)[0]
+        pkg = importlib.import_module(pkg_name)
         for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name not in ("registry",) and not info.name.startswith("_"):
-                importlib.import_module(f"{pkg.__name__}.{info.name}")
+            if info.name not in ("registry", "context") and not info.name.startswith("_"):
+                importlib.import_module(f"{pkg_name}.{info.name}")
         _loaded = True
     return KERNELS

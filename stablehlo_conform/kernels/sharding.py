@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConformError
+from ..process_grid import ProcessGrid, child_engine, grid_size_of, process_of
 from ..program import AxisRef, Mesh, MeshAxesGroups, TensorSharding
 from .registry import kernel
 
@@ -252,8 +253,6 @@ def manual_computation(op, *operands):
 
 
 def _on_every_device(op, mesh: Mesh, manual: frozenset[str], per_device, outs, what: str) -> tuple:
-    from ..process_grid import ProcessGrid, child_engine, grid_size_of
-
     eng = op.engine
     ids = mesh_device_ids(mesh)
     replicas, partitions = grid_size_of(eng.module)
@@ -284,8 +283,6 @@ def _on_every_device(op, mesh: Mesh, manual: frozenset[str], per_device, outs, w
 
 
 def _nested(op, mesh: Mesh, manual: frozenset[str], outer: frozenset[str], per_device, outs, what: str) -> tuple:
-    from ..process_grid import process_of
-
     eng = op.engine
     if manual & outer:
         raise op.unsupported(f"a manual computation over axes {sorted(manual & outer)} that are already manual")

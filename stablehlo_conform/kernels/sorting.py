@@ -25,10 +25,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._numeric import bits_of, wide
+from ..numeric import bits_of, wide
 from .comparison import enum_value
 from .comparison import total_order_key as cmp_total_order_key
 from .registry import kernel
+from .. import types as T
+from ..program import Block, Op, Region
 
 _FLOAT_KINDS = ("float",)
 
@@ -95,8 +97,6 @@ def _key_plan(op) -> tuple[KeyPlan, ...] | None:
 
 
 def _analyse(sort_op) -> tuple[KeyPlan, ...] | None:
-    from .. import types as T
-
     if len(sort_op.regions) != 1 or len(sort_op.regions[0].blocks) != 1:
         return None
     block = sort_op.regions[0].blocks[0]
@@ -208,8 +208,6 @@ def _analyse(sort_op) -> tuple[KeyPlan, ...] | None:
 def _keys(op, plan: KeyPlan, x: np.ndarray) -> np.ndarray | None:
     """The comparison keys of every element of ``x`` (shape ``(batch, n)``),
     or None when the two sides of the comparator disagree."""
-    from ..program import Block, Op, Region
-
     eng = op.engine
     out = []
     for arg_vid, arg_type, ops, key_vid in plan.sides:

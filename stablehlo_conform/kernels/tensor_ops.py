@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import ConformError
 from .registry import kernel
+from .arith import wrap, as_unsigned, bits_of
 
 DYNAMIC = -(2**63)
 
@@ -127,8 +128,6 @@ def cast(op, t):
 
 @kernel("tensor.bitcast")
 def bitcast(op, t):
-    from .arith import wrap, as_unsigned, bits_of
-
     src, dst = op.operand_type(0).element, op.result_type(0).element
     arr = np.asarray(t)
     if src.dtype.itemsize == dst.dtype.itemsize and src.kind != "bool" and dst.kind != "bool":

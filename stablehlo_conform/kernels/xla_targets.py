@@ -34,6 +34,11 @@ from ..errors import ConformError
 from .custom_call import custom_prefix, custom_target
 from .lapack import _batched, _lapack, _prefix, pivots_to_permutation
 from .registry import KERNELS
+from .sorting import top_k
+from .sorting import merge_sort_perm
+from .. import types as T
+from .random import rng_bit_generator
+from .reduction import reduce_window
 
 
 class ShapeAssertionError(ConformError):
@@ -139,8 +144,6 @@ def _called(op) -> str:
 @custom_target("stablehlo.dynamic_top_k")
 def dynamic_top_k(op, operand, k):
     """``chlo.top_k`` with ``k`` an operand."""
-    from .sorting import top_k
-
     return top_k(_inner(op, "chlo.top_k", {"k": int(np.asarray(k))}), operand)
 
 
@@ -151,8 +154,6 @@ def approx_top_k(op, *operands):
     operands permuted alike. Computed exactly (recall 1, which meets any
     ``recall_target``; XLA CPU's fallback is exact too). The dynamic form
     takes ``k`` after the init values and the result shapes as operands."""
-    from .sorting import merge_sort_perm
-
     cfg = {**op.attrs, **(op.attr("mhlo.backend_config") or {})}
     n = op.num_results
     inputs = [np.asarray(x) for x in operands[:n]]
@@ -185,9 +186,6 @@ def approx_top_k(op, *operands):
 @custom_target("stablehlo.dynamic_rng_bit_generator")
 def dynamic_rng_bit_generator(op, state, shape):
     """``stablehlo.rng_bit_generator`` with the output shape an operand."""
-    from .. import types as T
-    from .random import rng_bit_generator
-
     dims = tuple(int(v) for v in np.asarray(shape).ravel())
     out_t = T.TensorType(dims, op.result_type(1).element)
     inner = _inner(op, "stablehlo.rng_bit_generator", dict(op.attrs),
@@ -201,8 +199,6 @@ def dynamic_reduce_window(op, *operands):
     (``window_dimensions, window_strides, base_dilations, window_dilations,
     padding``) after the inputs and init values, and the reducer a function
     (``called_computations``)."""
-    from .reduction import reduce_window
-
     n = (len(operands) - 5) // 2
     wd, ws, bd, wdl, pad = (np.asarray(v).astype(np.int64) for v in operands[2 * n:])
     attrs = {"window_dimensions": tuple(wd), "window_strides": tuple(ws), "base_dilations": tuple(bd),

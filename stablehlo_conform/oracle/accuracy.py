@@ -55,10 +55,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .. import frontend, load
 from .. import types as T
 from ..compare import ulp_distance
-from ..kernels._numeric import float_from_bits, kind_of, significand_and_emin, wide
+from ..harness.backends import get_backend
+from ..numeric import float_from_bits, kind_of, significand_and_emin, wide
 from . import exact as X
+from .classes import EXACT_OPS, measured_bound
 
 # element types measured, narrowest first
 FLOAT_TYPES = ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FN", "f8E4M3FNUZ",
@@ -81,8 +84,6 @@ def op_arity(op: str) -> int:
 
 @lru_cache(maxsize=None)
 def _registered() -> frozenset[str]:
-    from .. import frontend
-
     return frozenset(frontend.registered_ops("stablehlo")) | frozenset(frontend.registered_ops("chlo"))
 
 
@@ -232,9 +233,6 @@ def backend_name(backend) -> str:
 
 def run_on_backend(backend, op: str, type_name: str, args: Sequence[np.ndarray]) -> np.ndarray:
     """Run ``op`` on ``backend`` (a backend name or a :class:`~..harness.backends.Backend`)."""
-    from .. import load
-    from ..harness.backends import get_backend
-
     (module,) = load(program_text(op, type_name, args[0].size))
     b = get_backend(backend) if isinstance(backend, str) else backend
     (out,) = b.run_function(module, "main", list(args), SimpleNamespace(timeout=BACKEND_SECONDS))
@@ -706,8 +704,6 @@ def ulp_defaults(cells: Sequence[Cell], base: dict, source: str = "") -> dict:
     """``ulp_defaults.json`` (the bounds of the ``ulp`` accuracy class, :mod:`.classes`) derived from
     the measured ``cells`` by :data:`DEFAULTS_RULE`; ``base`` is the current file (its entries for
     ops the table does not measure are kept, as is its ``*`` row)."""
-    from .classes import EXACT_OPS, measured_bound
-
     per: dict[tuple[str, str], list[int]] = {}
     flagged: list[str] = []
     for c in cells:

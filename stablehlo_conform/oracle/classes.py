@@ -54,57 +54,29 @@ from typing import Any
 
 import numpy as np
 
+from .. import opinfo as O
 from .. import types as T
 from ..compare import _float_info, is_float_dtype, ulp_distance
 from . import precision as P
 
-EXACT = "exact"
-ULP = "ulp"
-ACCUMULATE = "accumulate"
+EXACT, ULP, ACCUMULATE, IMPLEMENTATION = O.EXACT, O.ULP, O.ACCUMULATE, O.IMPLEMENTATION
 TOLERANCE = "tolerance"
-IMPLEMENTATION = "implementation-defined"
 
-EXACT_OPS = frozenset({
-    # data movement, shape and indexing
-    "stablehlo.broadcast_in_dim", "stablehlo.broadcast", "stablehlo.reshape", "stablehlo.transpose",
-    "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.concatenate",
-    "stablehlo.pad", "stablehlo.reverse", "stablehlo.gather", "stablehlo.dynamic_gather", "stablehlo.iota",
-    "stablehlo.dynamic_iota", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape",
-    "stablehlo.dynamic_pad", "stablehlo.real_dynamic_slice", "stablehlo.torch_index_select", "stablehlo.constant",
-    "stablehlo.select", "stablehlo.sort", "stablehlo.tuple", "stablehlo.get_tuple_element",
-    "stablehlo.optimization_barrier", "stablehlo.all_gather", "stablehlo.all_to_all",
-    "stablehlo.collective_permute", "stablehlo.collective_broadcast", "stablehlo.set_dimension_size",
-    "stablehlo.get_dimension_size", "chlo.top_k", "chlo.constant", "chlo.constant_like", "chlo.broadcast_select",
-    "chlo.broadcast_complex",
-    # conversion (the spec fixes the rounding) and exactly representable float results
-    "stablehlo.convert", "stablehlo.bitcast_convert", "stablehlo.reduce_precision", "stablehlo.abs",
-    "stablehlo.negate", "stablehlo.sign", "stablehlo.floor", "stablehlo.ceil", "stablehlo.round_nearest_afz",
-    "stablehlo.round_nearest_even", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.clamp",
-    "stablehlo.remainder", "stablehlo.real", "stablehlo.imag", "stablehlo.complex", "stablehlo.is_finite",
-    "stablehlo.compare", "chlo.conj", "chlo.next_after", "chlo.broadcast_next_after", "chlo.is_inf",
-    "chlo.is_neg_inf", "chlo.is_pos_inf", "chlo.broadcast_maximum", "chlo.broadcast_minimum",
-    "chlo.broadcast_remainder", "chlo.broadcast_compare",
-    # bitwise
-    "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not", "stablehlo.popcnt",
-    "stablehlo.count_leading_zeros", "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
-    "stablehlo.shift_right_logical",
-})
+# The sets below are live views of the op registry (stablehlo_conform/opinfo.py: ``accuracy``,
+# ``reduces``, ``selects``).
+EXACT_OPS = O.OPS.where(accuracy=O.EXACT)
+"""Data movement, conversion (the spec fixes the rounding), exactly representable float results, bitwise."""
 
-DOT_OPS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution", "stablehlo.dynamic_conv",
-                     "chlo.ragged_dot"})
+DOT_OPS = O.OPS.where(accuracy=O.DOT)
 """Ops whose products follow ``precision_config`` / ``algorithm`` (spec.md "dot_general")."""
 
-ACCUMULATING_OPS = DOT_OPS | frozenset({
-    "stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.fft", "stablehlo.triangular_solve",
-})
+ACCUMULATING_OPS = O.OPS.where(lambda i: i.accuracy in (O.DOT, O.ACCUMULATE))
 
 # reductions: the body decides between exact (selecting) and accumulating
-REDUCING_OPS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.scatter",
-                          "stablehlo.select_and_scatter", "stablehlo.all_reduce", "stablehlo.reduce_scatter"})
-SELECTING_BODY_OPS = frozenset({"stablehlo.maximum", "stablehlo.minimum", "stablehlo.and", "stablehlo.or",
-                                "stablehlo.select", "stablehlo.compare", "stablehlo.return"})
+REDUCING_OPS = O.OPS.where(reduces=True)
+SELECTING_BODY_OPS = O.OPS.where(selects=True)
 
-IMPLEMENTATION_OPS = frozenset({"stablehlo.rng", "stablehlo.rng_bit_generator"})
+IMPLEMENTATION_OPS = O.OPS.where(accuracy=O.IMPLEMENTATION)
 
 
 @dataclass(frozen=True)
@@ -336,7 +308,12 @@ def ulp_bound(op: str, element: str, profile: Profile | None = None) -> tuple[An
         if b is not None:
             return b, "profile"
     table = default_ulps()
-    row = table.get(op) or table["*"]
+    row = table.get(op) or None
+    if row is None:
+        info = O.OPS.info(op)
+        if info is not None and info.ulps is not None:
+            return info.ulps, "default"
+        row = table["*"]
     return row.get(element, row.get("*", table["*"]["*"])), "default"
 
 

@@ -62,6 +62,7 @@ are NaN in the result of :func:`ulp_error` (not measured).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,7 +72,8 @@ import ml_dtypes
 import mpmath
 import numpy as np
 
-from ..kernels._numeric import kind_of, wide
+from ..numeric import complex_divide, kind_of, wide
+from ..opinfo import OPS
 
 _MP = mpmath.mp
 _MPF = mpmath.mpf
@@ -724,8 +726,25 @@ _EXACT_F64: dict[str, Callable] = {
     _S + "remainder": np.fmod,
 }
 
-DEFINED_OPS: frozenset[str] = frozenset(_OPS) | frozenset(_EXACT_F64)
-"""Ops :func:`correctly_rounded` knows (real arguments)."""
+# the op registry carries each op's exact reference: a name here, or a function of real arguments
+for _name in sorted({*_OPS, *_EXACT_F64}):
+    OPS.declare(_name, exact=_name)
+
+DEFINED_OPS = OPS.where(lambda info: info.exact is not None)
+"""Ops :func:`correctly_rounded` knows (real arguments): a live view of the op registry."""
+
+
+def _definition(op: str) -> OpDef:
+    """The definition of ``op``: a built-in one, or an :class:`OpDef` of the function the op
+    registry holds as the op's exact reference."""
+    d = _OPS.get(op)
+    if d is not None:
+        return d
+    info = OPS.info(op)
+    fn = info.exact if info is not None else None
+    if not callable(fn):
+        raise KeyError(f"no exact definition for {op}")
+    return OpDef(op, len(inspect.signature(fn).parameters), fn)
 
 COMPLEX_OPS: frozenset[str] = frozenset(n for n, d in _OPS.items() if d.cplx is not None) | {_S + "abs",
                                                                                            _S + "negate"}
@@ -962,8 +981,6 @@ def _make_value(op: str, d: OpDef, xs: tuple) -> _Value:
 
 def _numpy_complex(op, xs):
     """NumPy's complex128 value for arguments the spec leaves open (see module docs)."""
-    from ..kernels import elementwise as E
-
     w = [np.complex128(x) for x in xs]
     f = {
         _S + "exponential": np.exp, _S + "exponential_minus_one": np.expm1, _S + "log": np.log,
@@ -978,7 +995,7 @@ def _numpy_complex(op, xs):
         if f is not None:
             return complex(f(*w))
         if op == _S + "divide":
-            return complex(E.complex_divide(np.asarray(w[0]), np.asarray(w[1])))
+            return complex(complex_divide(np.asarray(w[0]), np.asarray(w[1])))
         if op == _S + "rsqrt":
             return complex(1.0 / np.sqrt(w[0]))
         if op == _S + "logistic":
@@ -1089,7 +1106,7 @@ def _check(op: str, dtype):
 
 def _values(op: str, args: Sequence[np.ndarray]):
     """The cached :class:`_Value` per unique input, and the inverse index."""
-    d = _OPS[op]
+    d = _definition(op)
     flags = [np.asarray(a).dtype.kind == "c" or kind_of(np.asarray(a).dtype) == "complex" for a in args]
     shape, _cols, keys = _columns(args, any(flags))
     u, inv = _unique_rows(keys)

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import types as T
+
 LEVELS = ("DEFAULT", "HIGH", "HIGHEST")
 
 # significant bits (implicit bit included) of the precision types a DotAlgorithm may name
@@ -195,8 +197,6 @@ def _element_name(op: Any) -> str:
 
 
 def operand_bits(op: Any) -> tuple[int, int]:
-    from .. import types as T
-
     bits = []
     for t in op.operand_types[:2]:
         bits.append(_bits_of(t.element) if isinstance(t, T.TensorType) else 24)

@@ -52,6 +52,11 @@ from ..compare import _almost_equal, is_float_dtype, ulp_distance
 from ..errors import ConformError
 from ..kernels import iree_check
 from ..kernels import random as rng_kernels
+from ..engine import Engine, OpContext
+from ..harness.backends import get_backend
+from ..harness.backends.checks import check_ops, is_check
+from ..harness.backends.numpy_backend import NumpyBackend
+from ..kernels.registry import load_all
 from ..program import Block, Module, Op, Region, walk_ops
 from . import classes as C
 
@@ -76,8 +81,6 @@ DEFAULT_MAX_ULP = 3  # check.expect_close's default
 
 
 def _is_check(op: Op) -> bool:
-    from ..harness.backends.checks import is_check
-
     return is_check(op)
 
 
@@ -103,9 +106,6 @@ class Recorder:
 
 
 def record(module: Module, func_name: str, registry=None, opts: Any = None) -> Recorder:
-    from ..engine import Engine
-    from ..kernels.registry import load_all
-
     import time
 
     timeout = getattr(opts, "timeout", None)
@@ -192,9 +192,6 @@ def widen_module(module: Module) -> Module:
 def run_op(module: Module, op: Op, args: Sequence, j: int = 0, wide: bool = False) -> np.ndarray:
     """Result ``j`` of ``op`` on ``args`` by the NumPy kernel; with ``wide``,
     evaluated in float64 / complex128 on widened operands."""
-    from ..engine import Engine, OpContext
-    from ..kernels.registry import load_all
-
     reg = load_all()
     fn = reg.lookup(op.name)
     if fn is None:
@@ -242,7 +239,7 @@ def rounding_ops(rec: Recorder, value: Any, profile, limit: int = 5000) -> list[
 
 
 def _exact_module():
-    from . import exact
+    from . import exact  # here: mpmath's start-up only when a reference is computed
 
     return exact
 
@@ -487,8 +484,6 @@ def judge_backends(module: Module, func, opts: Any, values: dict[str, Sequence])
     """Backends disagree on a test's checked values (``values``: label ->
     the first operand of each check op of the test function, in program
     order): which of them are within the class of the exact values."""
-    from ..harness.backends.checks import check_ops
-
     profile = C.profile_from(opts)
     rec = record(module, func.name, None, opts)
     oracle = Oracle(module, func.name, rec, profile, opts)
@@ -747,9 +742,6 @@ def needs_oracle(module: Module) -> bool:
 def _backend_values(backend: Any, module: Module, func, opts: Any) -> dict[int, np.ndarray] | None:
     """id(check op) -> the value the backend computed for it (None: the
     NumPy trace's own values)."""
-    from ..harness.backends.checks import check_ops
-    from ..harness.backends.numpy_backend import NumpyBackend
-
     if isinstance(backend, NumpyBackend):
         if backend.registry is None:
             return None
@@ -802,8 +794,6 @@ def judge_record(module: Module, func, opts: Any, rec: dict[str, Any], backend: 
     """Update a failing (or ``result_accuracy``-carrying) test's record:
     status by the accuracy classes, and a ``verdict`` for a failure."""
     if backend is None:
-        from ..harness.backends import get_backend
-
         backend = get_backend(getattr(opts, "backend", "numpy"))
     was = rec.get("status")
     try:

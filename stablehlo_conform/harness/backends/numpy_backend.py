@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ...engine import Engine
+from ...engine import Engine, run_spmd
 from ...kernels.registry import Registry, load_all
 from .base import Backend
 from .checks import check_outcome
@@ -42,8 +42,6 @@ class NumpyBackend(Backend):
         replicas = getattr(opts, "num_replicas", None)
         partitions = getattr(opts, "num_partitions", None)
         if (replicas or 1) * (partitions or 1) > 1:
-            from ...process_grid import run_spmd
-
             timeout = getattr(opts, "timeout", None)
             io_ = getattr(opts, "io", None)
             per_process = run_spmd(module, func_name, args, num_replicas=replicas, num_partitions=partitions,

@@ -1,4 +1,4 @@
-"""Numeric helpers shared by the element-wise, conversion and CHLO kernels.
+"""Numeric helpers shared by the kernels and the oracle's maths (below both of them).
 
 Floats narrower than ``f64`` are computed in ``f64`` (complex in
 ``complex128``) and rounded once into the result type. NumPy rounds
@@ -23,7 +23,7 @@ from functools import lru_cache
 import ml_dtypes
 import numpy as np
 
-from .. import types as T
+from . import types as T
 
 F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
@@ -424,3 +424,145 @@ def from_unsigned_pattern(u: np.ndarray, dt) -> np.ndarray:
         return u.astype(dt)
     with np.errstate(all="ignore"):
         return wrap_i64((u & np.uint64((1 << b) - 1)).astype(np.int64), dt)
+
+
+# --------------------------------------------------------------------------- #
+# complex products and quotients in complex128 (the element-wise kernels and the oracle)
+# --------------------------------------------------------------------------- #
+
+
+_W = np.longdouble if LONG_OK else np.float64
+_CW = np.clongdouble if LONG_OK else np.complex128
+
+
+def in_f64(f):
+    """``f`` (a NumPy function of real or complex arrays) evaluated in extended precision
+    (``np.longdouble`` where :data:`LONG_OK`, else f64) and rounded once into f64 (each part
+    into f64)."""
+    def g(*ws):
+        with np.errstate(all="ignore"):
+            args = [np.asarray(w) for w in ws]
+            cplx = any(a.dtype.kind == "c" for a in args)
+            r = f(*[a.astype(_CW if cplx else _W) for a in args])
+            return np.asarray(r).astype(np.complex128 if cplx else np.float64)
+
+    g.__name__ = getattr(f, "__name__", "f")
+    return g
+
+
+_TWO_PROD_RANGE = (2.0 ** -450, 2.0 ** 450)
+
+
+def complex128_multiply(a, b, fallback=None):
+    """``(ac - bd) + (ad + bc) i`` for complex128 operands, each part rounded once: every
+    product split exactly into two f64 numbers (:func:`stablehlo_conform.numeric.two_prod`), the high halves and
+    the low halves summed apart in extended precision, then the two sums, rounded once with the
+    rounding error of that last sum breaking ties (correctly rounded unless the extended sums of
+    the halves themselves round, which takes products 2**11 apart in magnitude, far from any
+    cancellation). Operands with a zero, infinite, NaN or
+    extreme part are multiplied in extended precision as complex numbers (IEEE signs of zero,
+    C99 infinities), or by ``fallback(a, b)``."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.complex128), np.asarray(b, np.complex128))
+    r = np.asarray((fallback or in_f64(np.multiply))(a, b))
+    parts = (a.real, a.imag, b.real, b.imag)
+    ok = _two_prod_ok(*parts)
+    if not ok.any():
+        return r
+    ar, ai, br, bi = (np.where(ok, p, 1.0) for p in parts)
+    with np.errstate(all="ignore"):
+        re = _round_once(*_sum_of_products(ar, br, ai, bi, -1))
+        im = _round_once(*_sum_of_products(ar, bi, ai, br, 1))
+    return np.where(ok, make_complex(re, im), r)
+
+
+def _two_prod_ok(*parts) -> np.ndarray:
+    """Where every part lies in :data:`_TWO_PROD_RANGE` (zeros, infinities and NaN do not)."""
+    lo, hi = _TWO_PROD_RANGE
+    return np.logical_and.reduce([(np.abs(p) >= lo) & (np.abs(p) <= hi) for p in parts])
+
+
+
+
+def _sum_of_products(x1, y1, x2, y2, sign):
+    """``x1 y1 + sign x2 y2`` of f64 values in range (:func:`_two_prod_ok`) from the exact halves
+    of both products (:func:`stablehlo_conform.numeric.two_prod`): the high halves and the low halves summed apart
+    in extended precision, then the two sums. Returns the extended sum and its rounding error."""
+    p1, e1 = two_prod(x1, y1)
+    p2, e2 = two_prod(x2, y2)
+    return two_sum(p1.astype(_W) + sign * p2.astype(_W), e1.astype(_W) + sign * e2.astype(_W))
+
+
+def _round_once(total, err):
+    """The extended ``total`` rounded into f64, its rounding error ``err`` breaking ties: where it
+    lies exactly on an f64 midpoint (``(1 + 2**-52)**2 - 9``), the error says which side the value
+    is on."""
+    r = total.astype(np.float64)
+    d = total - r.astype(_W)
+    other = np.nextafter(r, np.where(d > 0, np.inf, -np.inf))
+    tie = (d != 0) & (total == (r.astype(_W) + other.astype(_W)) / 2) & (np.sign(err) == np.sign(d))
+    return np.where(tie, other, r)
+
+
+def _complex128_quotient(a, b, q):
+    """``(a conj(b)) / |b|**2`` of complex128 ``a`` and ``b`` (broadcast), rounded once into f64
+    parts, where the parts are finite and ``b`` is not 0 (``q`` elsewhere). Where every part lies
+    in :data:`_TWO_PROD_RANGE`, the numerator's parts and the denominator come from the exact
+    halves of their products (:func:`_sum_of_products`: the numerator's sums keep their low bits
+    where they cancel); elsewhere from products in extended precision (no overflow or underflow
+    for finite f64 parts). Both are divided in extended precision."""
+    halves = _two_prod_ok(a.real, a.imag, b.real, b.imag)
+    if not halves.all():
+        ar, ai = a.real.astype(np.longdouble), a.imag.astype(np.longdouble)
+        br, bi = b.real.astype(np.longdouble), b.imag.astype(np.longdouble)
+        den = br * br + bi * bi
+        ok = np.isfinite(ar) & np.isfinite(ai) & np.isfinite(den) & (den != 0)
+        safe = np.where(ok, den, 1)
+        re = ((ar * br + ai * bi) / safe).astype(np.float64)
+        im = ((ai * br - ar * bi) / safe).astype(np.float64)
+        q = np.where(ok, make_complex(re, im), q)
+    if not halves.any():
+        return q
+    ar, ai, br, bi = (np.where(halves, p, 1.0) for p in (a.real, a.imag, b.real, b.imag))
+    den = _sum_of_products(br, br, bi, bi, 1)[0]
+    re = (_sum_of_products(ar, br, ai, bi, 1)[0] / den).astype(np.float64)
+    im = (_sum_of_products(ai, br, ar, bi, -1)[0] / den).astype(np.float64)
+    return np.where(halves, make_complex(re, im), q)
+
+
+def complex_divide(a, b):
+    """Complex division that keeps infinities (C99 Annex G recovery):
+    finite / 0 and inf / finite are infinite, finite / inf is zero.
+
+    Results are assembled from their parts (:func:`make_complex`), never as
+    ``re + 1j * im``, which loses the sign of zero parts and turns an
+    infinite part into NaN."""
+    with np.errstate(all="ignore"):
+        q = np.divide(a, b)
+        if LONG_OK and q.dtype == np.dtype(np.complex128):
+            q = _complex128_quotient(*np.broadcast_arrays(a, b), q)
+        bad = np.isnan(q.real) & np.isnan(q.imag)
+        if not bad.any():
+            return q
+        a, b = np.broadcast_arrays(a, b)
+        ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+        a_nan = np.isnan(ar) | np.isnan(ai)
+        b_nan = np.isnan(br) | np.isnan(bi)
+        a_inf = np.isinf(ar) | np.isinf(ai)
+        b_inf = np.isinf(br) | np.isinf(bi)
+        b_zero = (br == 0) & (bi == 0)
+        # x / 0 with x non-zero and not NaN
+        case1 = bad & b_zero & ~a_nan & ((ar != 0) | (ai != 0))
+        inf_b = np.copysign(np.inf, br)
+        r1 = make_complex(inf_b * ar, inf_b * ai)
+        # inf / finite
+        case2 = bad & a_inf & ~b_inf & ~b_nan & ~case1
+        ar2 = np.copysign(np.where(np.isinf(ar), 1.0, 0.0), ar)
+        ai2 = np.copysign(np.where(np.isinf(ai), 1.0, 0.0), ai)
+        r2 = make_complex(np.inf * (ar2 * br + ai2 * bi), np.inf * (ai2 * br - ar2 * bi))
+        # finite / inf
+        case3 = bad & b_inf & ~a_inf & ~a_nan
+        br3 = np.copysign(np.where(np.isinf(br), 1.0, 0.0), br)
+        bi3 = np.copysign(np.where(np.isinf(bi), 1.0, 0.0), bi)
+        r3 = make_complex(0.0 * (ar * br3 + ai * bi3), 0.0 * (ai * br3 - ar * bi3))
+        q = np.where(case1, r1, np.where(case2, r2, np.where(case3, r3, q)))
+    return q

@@ -1,0 +1,283 @@
+"""What the project knows about each op, in one registry: op name -> :class:`OpInfo`.
+
+An :class:`OpInfo` carries an op's kernel (``fn(op, *operands) -> tuple``, see
+:mod:`stablehlo_conform.kernels`), the element-type families it takes, how it treats quantized
+operands (spec.md "Quantization": ``dequantize`` runs the float op between dequantize and
+quantize, ``storage`` moves storage values unchanged), whether its result on constants may be
+computed once (``folds``), whether it ends a region (``terminator``), the accuracy class of a
+float result (see :mod:`stablehlo_conform.oracle.classes`) and its exact reference
+(:mod:`stablehlo_conform.oracle.exact`: a name of a built-in definition, or an mpmath function of
+real arguments).
+
+This module sits below the oracle, the kernels and the interpreter: each of them reads the
+registry (the sets they used to keep are live views, :meth:`Registry.where`). The facts of the
+built-in ops are declared at the end of this module, their kernels by ``@kernel`` in the kernel
+modules, their exact definitions in :mod:`stablehlo_conform.oracle.exact`. A new op is one
+:func:`register_op` call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+Kernel = Callable[..., tuple]
+
+# accuracy classes of a float result (spec.md leaves the accuracy of most float ops to the
+# implementation; see oracle/classes.py)
+EXACT = "exact"
+ULP = "ulp"
+ACCUMULATE = "accumulate"
+DOT = "dot"  # accumulates, with products following precision_config / algorithm (spec.md "dot_general")
+IMPLEMENTATION = "implementation-defined"
+ACCURACIES = (EXACT, ULP, ACCUMULATE, DOT, IMPLEMENTATION)
+
+# quantized treatment (spec.md "Quantization")
+DEQUANTIZE = "dequantize"
+STORAGE = "storage"
+
+FAMILIES = frozenset({"float", "complex", "int", "uint", "bool", "quantized"})
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """One op's facts; defaults mean "nothing declared"."""
+
+    name: str
+    kernel: Kernel | None = None
+    families: frozenset[str] = frozenset()
+    quantized: str | None = None
+    folds: bool = False
+    terminator: bool = False
+    accuracy: str | None = None  # None: a float result is held to its ULP bound (ulp_defaults.json or ``ulps``)
+    reduces: bool = False  # a reduction whose body decides between exact and accumulating
+    selects: bool = False  # as a reduction body, selects one of its operands (exact)
+    exact: Callable | str | None = None
+    ulps: float | None = None  # default ULP bound where ulp_defaults.json has no row
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(OpInfo) if f.name != "name"}
+
+
+def _check_facts(name: str, facts: Mapping) -> None:
+    for k, v in facts.items():
+        if k not in _DEFAULTS or k == "kernel":
+            raise TypeError(f"{name}: unknown op fact {k!r}")
+    if facts.get("accuracy") not in (None, *ACCURACIES):
+        raise ValueError(f"{name}: accuracy must be one of {', '.join(ACCURACIES)}")
+    if facts.get("quantized") not in (None, DEQUANTIZE, STORAGE):
+        raise ValueError(f"{name}: quantized must be {DEQUANTIZE!r} or {STORAGE!r}")
+    if not set(facts.get("families", ())) <= FAMILIES:
+        raise ValueError(f"{name}: families must be among {', '.join(sorted(FAMILIES))}")
+
+
+class Registry:
+    """Op name -> :class:`OpInfo`, with layered kernel overrides.
+
+    A kernel or a fact is declared once: a second, different declaration is refused."""
+
+    def __init__(self, table: Mapping[str, Kernel] | None = None, parent: "Registry | None" = None):
+        self._table: dict[str, OpInfo] = {n: OpInfo(n, kernel=fn) for n, fn in (table or {}).items()}
+        self._parent = parent
+
+    # declaring -----------------------------------------------------------
+    def register(self, name: str, fn: Kernel, replace: bool = False) -> None:
+        """Make ``fn`` the kernel of ``name``."""
+        cur = self._table.get(name)
+        if cur is not None and cur.kernel is not None and not replace:
+            raise ValueError(f"kernel for {name} registered twice")
+        self._table[name] = dataclasses.replace(cur, kernel=fn) if cur is not None else OpInfo(name, kernel=fn)
+
+    def declare(self, name: str, **facts) -> None:
+        """Add facts (fields of :class:`OpInfo` but the kernel) to ``name``."""
+        _check_facts(name, facts)
+        if "families" in facts:
+            facts["families"] = frozenset(facts["families"])
+        cur = self._table.get(name) or OpInfo(name)
+        for k, v in facts.items():
+            old = getattr(cur, k)
+            if old != _DEFAULTS[k] and old != v:
+                raise ValueError(f"{name}: {k} declared twice ({old!r}, {v!r})")
+        self._table[name] = dataclasses.replace(cur, **facts)
+
+    def declare_all(self, names: Iterable[str], **facts) -> None:
+        for n in names:
+            self.declare(n, **facts)
+
+    @contextmanager
+    def registering(self, name: str, kernel: Kernel | None = None, **facts) -> Iterator[OpInfo]:
+        """Declare ``name`` (as :func:`register_op` does) for the ``with`` block only: on leaving
+        it the op's entry is what it was before (other declarations made meanwhile stay)."""
+        before = self._table.get(name)
+        try:
+            if kernel is not None:
+                self.register(name, kernel)
+            if facts or kernel is None:
+                self.declare(name, **facts)
+            yield self.info(name)
+        finally:
+            if before is None:
+                self._table.pop(name, None)
+            else:
+                self._table[name] = before
+
+    # reading -------------------------------------------------------------
+    def info(self, name: str) -> OpInfo | None:
+        """The op's facts with the kernel this registry answers (an override first)."""
+        here = self._table.get(name)
+        if self._parent is None:
+            return here
+        base = self._parent.info(name)
+        if here is None or base is None:
+            return here or base
+        return dataclasses.replace(base, kernel=here.kernel)
+
+    def lookup(self, name: str) -> Kernel | None:
+        here = self._table.get(name)
+        if here is not None and here.kernel is not None:
+            return here.kernel
+        return self._parent.lookup(name) if self._parent is not None else None
+
+    def __contains__(self, name: str) -> bool:
+        return self.lookup(name) is not None
+
+    def names(self) -> list[str]:
+        """The ops with a kernel, sorted."""
+        names = {n for n, i in self._table.items() if i.kernel is not None}
+        if self._parent is not None:
+            names |= set(self._parent.names())
+        return sorted(names)
+
+    def declared(self) -> list[str]:
+        """Every op with a kernel or a fact, sorted."""
+        names = set(self._table)
+        if self._parent is not None:
+            names |= set(self._parent.declared())
+        return sorted(names)
+
+    def where(self, predicate: Callable[[OpInfo], bool] | None = None, **facts) -> "OpSet":
+        """A live set of the op names whose facts match (``where(folds=True)``)."""
+        _check_facts("where", {k: v for k, v in facts.items() if k not in ("families",)})
+
+        def test(info: OpInfo) -> bool:
+            return all(getattr(info, k) == v for k, v in facts.items()) and (predicate is None or predicate(info))
+
+        return OpSet(self, test)
+
+    def with_overrides(self, overrides: Mapping[str, Kernel]) -> "Registry":
+        """A new registry that answers ``overrides`` first, then this one."""
+        return Registry(overrides, parent=self)
+
+
+class OpSet(Set):
+    """The names of a registry's ops whose facts pass a test, read at each use."""
+
+    def __init__(self, registry: Registry, test: Callable[[OpInfo], bool]):
+        self._registry = registry
+        self._test = test
+
+    def __contains__(self, name: object) -> bool:
+        info = self._registry.info(name) if isinstance(name, str) else None
+        return info is not None and self._test(info)
+
+    def __iter__(self) -> Iterator[str]:
+        reg = self._registry
+        return iter([n for n in reg.declared() if self._test(reg.info(n))])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    @classmethod
+    def _from_iterable(cls, it):
+        return frozenset(it)
+
+    def __repr__(self) -> str:
+        return f"OpSet({sorted(self)!r})"
+
+
+OPS = Registry()
+"""The registry every engine, oracle and listing reads (kernels load into it)."""
+
+
+def register_op(name: str, kernel: Kernel | None = None, **facts) -> OpInfo:
+    """Declare an op in :data:`OPS`: its kernel and facts (see :class:`OpInfo`), e.g. a float
+    element-wise op ``register_op("x.cube", fn, families={"float"}, exact=lambda x: x ** 3,
+    folds=True, quantized=DEQUANTIZE)``. Returns the op's facts."""
+    if kernel is not None:
+        OPS.register(name, kernel)
+    if facts or kernel is None:
+        OPS.declare(name, **facts)
+    return OPS.info(name)
+
+
+# --------------------------------------------------------------------------- #
+# Facts of the built-in ops (kernels: kernels/*.py; exact definitions: oracle/exact.py)
+# --------------------------------------------------------------------------- #
+
+
+def _names(prefix: str, words: str) -> list[str]:
+    return [prefix + w for w in words.split()]
+
+
+_S = "stablehlo."
+
+# ops that end a region or function: run by the interpreter, no kernel
+OPS.declare_all(["func.return", "stablehlo.return", "chlo.return", "mhlo.return", "scf.yield", "tensor.yield",
+                 "shape.assuming_yield", "sdy.return"], terminator=True)
+
+LOADED_CONSTANTS = frozenset({"stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant"})
+
+# results depend on nothing but operands and attributes (no regions, checks, state, tokens or
+# printed output): computed once where every operand is a constant
+OPS.declare_all([*LOADED_CONSTANTS, "stablehlo.iota"] + _names(
+    _S, "add subtract multiply divide remainder maximum minimum negate abs sign not and or xor "
+        "compare select clamp convert bitcast_convert broadcast_in_dim reshape transpose slice "
+        "concatenate pad reverse shift_left shift_right_logical shift_right_arithmetic"), folds=True)
+
+# spec semantics on quantized tensors: dequantize -> float op -> quantize (dequantize_op_quantize
+# and its compare/select/batch_norm/hybrid variants)
+OPS.declare_all(_names(
+    _S, "abs add atan2 batch_norm_grad batch_norm_inference batch_norm_training cbrt ceil "
+        "cholesky clamp compare convolution cosine divide dot_general dynamic_conv "
+        "exponential exponential_minus_one floor is_finite log log_plus_one logistic maximum "
+        "minimum multiply negate power reduce_precision remainder round_nearest_afz "
+        "round_nearest_even rsqrt select sign sine sqrt subtract tan tanh triangular_solve"), quantized=DEQUANTIZE)
+
+# ops that move, select or forward storage values unchanged (their constraints keep quantization
+# parameters), and ops whose kernels are written for quantized values themselves (quantize /
+# dequantize, constant, iota) or whose bodies carry the arithmetic (reduce, sort, map, ...)
+OPS.declare_all(_names(
+    _S, "uniform_quantize uniform_dequantize iota dynamic_iota bitcast_convert "
+        "broadcast_in_dim dynamic_broadcast_in_dim concatenate dynamic_slice "
+        "dynamic_update_slice gather dynamic_gather scatter pad dynamic_pad reshape "
+        "dynamic_reshape reverse slice real_dynamic_slice transpose get_dimension_size "
+        "get_tuple_element tuple optimization_barrier if case while return "
+        "all_gather all_to_all all_reduce reduce_scatter collective_permute "
+        "collective_broadcast send recv infeed outfeed async_start async_done "
+        "custom_call composite reduce reduce_window select_and_scatter sort map "
+        "set_dimension_size")
+    + ["func.call", "func.return", "interpreter.probe", "interpreter.print", "interpreter.run_parallel"],
+    quantized=STORAGE)
+
+# accuracy of a float result: exact (data movement, conversion the spec rounds, exactly
+# representable results, bitwise)
+OPS.declare_all(_names(
+    _S, "broadcast_in_dim broadcast reshape transpose slice dynamic_slice dynamic_update_slice concatenate "
+        "pad reverse gather dynamic_gather iota dynamic_iota dynamic_broadcast_in_dim dynamic_reshape "
+        "dynamic_pad real_dynamic_slice torch_index_select constant select sort tuple get_tuple_element "
+        "optimization_barrier all_gather all_to_all collective_permute collective_broadcast "
+        "set_dimension_size get_dimension_size "
+        "convert bitcast_convert reduce_precision abs negate sign floor ceil round_nearest_afz "
+        "round_nearest_even maximum minimum clamp remainder real imag complex is_finite compare "
+        "and or xor not popcnt count_leading_zeros shift_left shift_right_arithmetic shift_right_logical")
+    + _names("chlo.", "top_k constant constant_like broadcast_select broadcast_complex conj next_after "
+                      "broadcast_next_after is_inf is_neg_inf is_pos_inf broadcast_maximum broadcast_minimum "
+                      "broadcast_remainder broadcast_compare"), accuracy=EXACT)
+OPS.declare_all(_names(_S, "dot_general dot convolution dynamic_conv") + ["chlo.ragged_dot"], accuracy=DOT)
+OPS.declare_all(_names(_S, "reduce reduce_window fft triangular_solve"), accuracy=ACCUMULATE)
+OPS.declare_all(_names(_S, "rng rng_bit_generator"), accuracy=IMPLEMENTATION)
+OPS.declare_all(_names(_S, "reduce reduce_window scatter select_and_scatter all_reduce reduce_scatter"),
+                reduces=True)
+OPS.declare_all(_names(_S, "maximum minimum and or select compare return"), selects=True)
