@@ -43,6 +43,8 @@ from typing import Any
 
 import pytest
 
+from .harness.result import describe_failure
+
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 PLUGIN_NAME = "stablehlo_conform"
 
@@ -260,16 +262,15 @@ class ProgramItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ConformFailure):
-            rec = excinfo.value.rec
-            lines = [f"{rec['status'].upper()}: {rec['id']}"]
-            if rec.get("file"):
-                lines.append(f"  at {rec['file']}:{rec.get('line', '')}")
-            if rec.get("backend"):
-                lines.append(f"  backend {rec['backend']}")
-            if rec.get("ops"):
-                lines.append(f"  ops {', '.join(rec['ops'])}; element types {', '.join(rec.get('dtypes') or [])}")
-            msg = (rec.get("message") or "").strip()
-            lines += [""] + [f"  {ln}" for ln in msg.replace("; ", "\n").splitlines()]
+            f = describe_failure(excinfo.value.rec)
+            lines = [f"{f.status.upper()}: {f.id}"]
+            if f.where:
+                lines.append(f"  at {f.where}")
+            if f.backend:
+                lines.append(f"  backend {f.backend}")
+            if f.ops:
+                lines.append(f"  ops {', '.join(f.ops)}; element types {', '.join(f.dtypes)}")
+            lines += [""] + [f"  {ln}" for ln in f.body.splitlines()]
             return "\n".join(lines)
         return super().repr_failure(excinfo, style=style)
 
