@@ -4,12 +4,12 @@ with the same check kernels as the NumPy engine."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
 from ...errors import UnsupportedOp
 from ...program import Func, Module, walk_ops
+from ..result import Outcome, Status
 
 
 def check_ops(func: Func) -> list:
@@ -63,13 +63,10 @@ def _reachable(module: Module, func: Func) -> list[Func]:
     return list(seen.values())
 
 
-def check_outcome(checks: list) -> dict[str, Any]:
+def check_outcome(checks: list) -> Outcome:
     failed = [(msg, loc) for ok, msg, loc in checks if not ok]
-    out: dict[str, Any] = {"checks": len(checks)}
     if failed:
         shown = [f"{loc}: {msg}" for msg, loc in failed[:3]]
         more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
-        out.update(status="fail", message="; ".join(shown) + more)
-    else:
-        out.update(status="pass", message="")
-    return out
+        return Outcome(Status.FAIL, len(checks), "; ".join(shown) + more)
+    return Outcome(Status.PASS, len(checks), "")

@@ -28,6 +28,7 @@ from ...errors import ConformError, UnsupportedOp
 from ...kernels.registry import load_all
 from ...program import Func, Module, walk_ops
 from .base import Backend, BackendError
+from ..result import Outcome
 from .checks import _reachable, check_ops, check_outcome, evaluate_checks, is_check
 from .isolated import Isolated
 from .wire import BASIC, Wire, decode, encode, replicated_attr, splice, wire_for, wrapper_text
@@ -283,7 +284,7 @@ class NativeBackend(Backend):
         _, grouped = self._test_run(module, func, opts)
         return [g[0] for g in grouped if g]
 
-    def run_test(self, module, func, opts) -> dict[str, Any]:
+    def run_test(self, module, func, opts) -> Outcome:
         if _runs_grid(func):
             return check_outcome(self._grid_engine(module, func, opts).checks)
         checks, grouped = self._test_run(module, func, opts)
