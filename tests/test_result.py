@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from stablehlo_conform import frontend
+from stablehlo_conform.harness import cases
 from stablehlo_conform.harness.reports import junit
 from stablehlo_conform.harness.result import Outcome, Result, Status, describe_failure
 
@@ -113,3 +115,43 @@ def test_junit_renders_the_description():
     assert failure.get("message") == "t.mlir:4: 1 != 2; t.mlir:5: 3 != 4"
     assert failure.text == ("test: t.mlir::f\nstatus: fail\nlocation: t.mlir:3\nbackend: numpy\n"
                             "ops: stablehlo.add\nelement types: f32\n\nt.mlir:4: 1 != 2\nt.mlir:5: 3 != 4")
+
+
+TEST = """func.func @t() {
+  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %1 = stablehlo.add %0, %0 : tensor<2xf32>
+  check.expect_almost_eq_const %1, dense<[2.0, 4.0]> : tensor<2xf32>
+  func.return
+}
+"""
+
+
+class _OldPlugin:
+    """A backend written against the older interface: a partial record, with a printed output."""
+
+    name = label = "old"
+
+    def run_test(self, module, func, opts):
+        return {"status": "fail", "message": "t.mlir:4: 2 != 3", "checks": 1, "output": "hi\n"}
+
+
+def test_a_backend_returning_the_old_partial_record_still_runs(tmp_path, monkeypatch):
+    (mod,) = frontend.load_text(TEST, str(tmp_path / "t.mlir"))
+    (func,) = mod.tests()
+    monkeypatch.setattr(cases, "get_backend", lambda name: _OldPlugin())
+    monkeypatch.setattr(cases, "needs_oracle", lambda m: False)
+    monkeypatch.setattr(cases, "judge_record", lambda *a: None)
+    rec = cases.run_test(mod, func, "t.mlir::t", cases.Options(backend="old"))
+    assert list(rec) == BASE + ["backend", "output"]
+    assert (rec["status"], rec["message"], rec["checks"], rec["output"]) == ("fail", "t.mlir:4: 2 != 3", 1, "hi\n")
+    assert (rec["family"], rec["ops"], rec["dtypes"]) == ("stablehlo.add", ["stablehlo.add"], ["f32"])
+
+
+def test_the_numpy_backend_gives_an_outcome_the_run_turns_into_a_record(tmp_path):
+    (mod,) = frontend.load_text(TEST, str(tmp_path / "t.mlir"))
+    (func,) = mod.tests()
+    outcome = cases.get_backend("numpy").run_test(mod, func, cases.Options())
+    assert outcome == Outcome(Status.PASS, checks=1, message="")
+    rec = cases.run_test(mod, func, "t.mlir::t", cases.Options())
+    assert list(rec) == BASE + ["backend"] and rec["status"] == "pass" and rec["checks"] == 1
+    assert Result.from_json(rec).to_json() == rec

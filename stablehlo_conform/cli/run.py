@@ -20,6 +20,7 @@ import click
 from ..harness.guard import (GuardError, Interrupted, atomic_path, check_input, ignore_interrupts, interruptible,
                              write_atomic)
 from ..harness.reports.text import printable
+from ..harness.result import describe_failure
 from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
 
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
@@ -50,15 +51,16 @@ class _Progress:
 def _print_result_line(rec: dict) -> None:
     if rec["status"] == "pass":
         return
-    msg = (rec.get("message") or "").strip()
-    if str(rec.get("backend") or "").startswith("pjrt:"):  # the plugin's name, not its library path
+    f = describe_failure(rec)
+    msg = f.message
+    if f.backend.startswith("pjrt:"):  # the plugin's name, not its library path
         from ..harness.backends import shorten_names
 
-        msg = shorten_names(msg, [rec["backend"]])
+        msg = shorten_names(msg, [f.backend])
     if rec.get("file"):  # a file name in a diagnostic must not start a line of its own
         msg = msg.replace(rec["file"], printable(rec["file"]))
     first, *rest = msg.splitlines() or [""]
-    click.echo(f"{rec['status'].upper():<11} {printable(rec['id'])}: {printable(first)}")
+    click.echo(f"{f.status.upper():<11} {printable(f.id)}: {printable(first)}")
     for line in rest[:6]:
         click.echo(f"            {printable(line)}")
 

@@ -143,8 +143,8 @@ class Outcome:
 class Failure:
     """What every report says of a test that did not pass: its id and status,
     where it is (``file:line``, empty when the record has no file), the
-    backend, ops and element types, the message's first line and the whole
-    message with one detail a line (the checks' ``; `` separators broken)."""
+    backend, ops and element types, the message (stripped), its first line
+    and the whole message with one detail a line (the checks' ``; `` separators broken)."""
 
     id: str
     status: str
@@ -152,6 +152,7 @@ class Failure:
     backend: str
     ops: tuple[str, ...]
     dtypes: tuple[str, ...]
+    message: str
     first: str
     body: str
 
@@ -170,5 +171,5 @@ def describe_failure(result: Result | dict[str, Any]) -> Failure:
         id=rec["id"], status=str(rec["status"]),
         where=f"{rec.get('file', '')}:{rec.get('line', '')}" if rec.get("file") else "",
         backend=rec.get("backend") or "", ops=tuple(rec.get("ops") or ()), dtypes=tuple(rec.get("dtypes") or ()),
-        first=msg.splitlines()[0] if msg else "",
+        message=msg, first=msg.splitlines()[0] if msg else "",
         body=msg.replace("; ", "\n"))
