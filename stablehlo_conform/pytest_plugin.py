@@ -161,7 +161,7 @@ _CACHE_SIZE = 2
 
 
 def _budget(config: pytest.Config) -> int | None:
-    from .harness.cases import memory_budget_bytes
+    from .harness.cases import memory_budget_bytes  # loads mpmath: kept here for start-up time
 
     return memory_budget_bytes(config.getoption("conform_max_memory", None))
 
@@ -200,7 +200,7 @@ class ConformFailure(Exception):
 
 
 def _options(config: pytest.Config):
-    from .harness.cases import Options
+    from .harness.cases import Options  # loads mpmath: kept here for start-up time
 
     t = config.getoption("conform_timeout")
     timeout = 60.0 if t is None else (t or None)

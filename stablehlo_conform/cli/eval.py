@@ -23,6 +23,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 from ..errors import ConformError, InputError, ParseError
 from ..harness.guard import GuardError, atomic_path, prepare_outputs, write_atomic
 from .common import SECONDS, InputFile
+from ..compare import is_float_dtype
+from ..harness import inputs as I
+from ..harness.backends import BackendUnavailable, check_name, get_backend
+from ..harness.support import unsupported_ops
+from .. import load
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -31,8 +36,6 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _load(path: str):
-    from .. import load
-
     try:
         mods = load(path)
     except ParseError as e:
@@ -55,23 +58,19 @@ def _outputs(outputs: dict, folders: dict | None = None) -> None:
 
 
 def _save_npz(path: str, arrays: dict) -> None:
-    from ..harness import inputs as I
-
     with atomic_path(path) as tmp:
         I.save_npz(tmp, arrays)
 
 
 def _print_unsupported(module) -> None:
     """The ops and custom-call targets the numpy engine cannot evaluate, in one line."""
-    from ..harness.support import unsupported_ops
-
     missing = unsupported_ops([module])
     if missing:
         click.echo(f"unsupported: {', '.join(missing)}", err=True)
 
 
 def _entry(module, entry):
-    from ..harness.diff import entry_of
+    from ..harness.diff import entry_of  # loads mpmath: kept here for start-up time
 
     try:
         return entry_of(module, entry)
@@ -80,8 +79,6 @@ def _entry(module, entry):
 
 
 def _inputs(func, inputs_path, use_random: bool, seed: int, required: bool = True):
-    from ..harness import inputs as I
-
     try:
         if inputs_path:
             return I.match_inputs(func, I.load_npz(inputs_path))
@@ -112,8 +109,6 @@ class _Opts:
 
 def _format_array(name: str, ttype, a) -> str:
     import numpy as np
-
-    from ..compare import is_float_dtype
 
     a = np.asarray(a)
     if a.dtype.kind == "V":  # ml_dtypes (bf16, f8, int4, ...): print their values
@@ -149,9 +144,6 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
              top, timeout, num_replicas, num_partitions, infeed_path, outfeed_path):
     """Run PROGRAM (text, bytecode or portable artifact) on inputs."""
     import time
-
-    from ..harness import inputs as I
-    from ..harness.backends import BackendUnavailable, check_name, get_backend
 
     if inputs_path and use_random:
         _fail("give either --inputs or --random")
@@ -256,8 +248,7 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
 def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, repro_dir,
              accuracy_profile):
     """Run PROGRAM on several backends with the same inputs and compare."""
-    from ..harness.backends import BackendUnavailable, check_name, get_backend
-    from ..harness.diff import DiffOptions, diff_program, format_report
+    from ..harness.diff import DiffOptions, diff_program, format_report  # loads mpmath: kept here for start-up time
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:

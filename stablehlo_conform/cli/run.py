@@ -19,9 +19,15 @@ import click
 
 from ..harness.guard import (GuardError, Interrupted, atomic_path, check_input, ignore_interrupts, interruptible,
                              write_atomic)
-from ..harness.reports.text import printable
+from ..harness.reports.text import gate_lines, printable
 from ..harness.result import describe_failure
 from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
+from ..harness.backends import BackendUnavailable, check_name
+from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates
+from ..harness.reports import incomplete_note
+from ..harness.shard import ShardError, in_shard, parse_shard, shard_info, universe_hash
+from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
+from ..harness.triage import triage, triage_json, triage_lines
 
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 
@@ -128,11 +134,9 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     written, 2 on a usage error, 130 / 143 when interrupted by SIGINT /
     SIGTERM (the reports are written and marked incomplete).
     """
+    # loads mpmath: kept here for start-up time
     from ..harness.cases import Options, discover, matches, memory_budget_bytes
-    from ..harness.gate import Baseline, GateError, parse_min_pass_rates
-    from ..harness.runner import Runner
-    from ..harness.shard import in_shard
-    from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
+    from ..harness.runner import Runner  # loads mpmath: kept here for start-up time
 
     try:
         baseline = Baseline.load(baseline_path) if baseline_path else None
@@ -245,8 +249,6 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         for fam, c in by_op_table(selected):
             other = sum(c.values()) - c["pass"] - c["fail"]
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
-    from ..harness.triage import triage, triage_json, triage_lines
-
     groups = triage(selected)
     if groups and not quiet:  # before the summary, which stays the last line
         click.echo("")
@@ -304,8 +306,6 @@ class _Output:
 def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
     """The backend's full name (``--pjrt-option``/``--pjrt-device`` folded
     into a ``pjrt:`` name); a usage error when it names no backend."""
-    from ..harness.backends import BackendUnavailable, check_name
-
     try:
         if pjrt_options or pjrt_device is not None:
             if not backend.startswith("pjrt:"):
@@ -323,10 +323,6 @@ def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
 def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost) -> int:
     """Reports and the gate of ``conform run``; returns the exit code (1
     when the gate fails or any report was lost)."""
-    from ..harness.gate import evaluate_gate
-    from ..harness.reports import incomplete_note
-    from ..harness.reports.text import gate_lines
-
     def attempt(opt: str, path: str, write) -> None:
         try:
             write()
@@ -380,8 +376,6 @@ def _write_repro_bundles(results: list[dict], opts) -> None:
 
 
 def _parse_shard(text):
-    from ..harness.shard import ShardError, parse_shard
-
     try:
         return parse_shard(text)
     except ShardError as e:
@@ -391,8 +385,6 @@ def _parse_shard(text):
 def _shard_info(shard, files, settings) -> dict | None:
     """What the shards of one run share: the files (as given) and the
     settings the results depend on."""
-    from ..harness.shard import shard_info, universe_hash
-
     same = {k: settings[k] for k in ("backend", "compare", "pattern")}
     return shard_info(shard, universe_hash([str(f) for f in files], same), len(files))
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UnsupportedOp
-from ...program import Func, Module, walk_ops
+from ...program import Func, Module, SymbolRef, walk_ops
 from ..result import Outcome, Status
+from ...engine import Engine, OpContext
+from ...kernels import check as check_kernels
+from ...kernels.custom_call import custom_call
+from ...kernels.registry import Registry, load_all
 
 
 def check_ops(func: Func) -> list:
@@ -27,11 +31,6 @@ def is_check(op) -> bool:
 def evaluate_checks(module: Module, checks: list, values: list[list[np.ndarray]]) -> list:
     """Evaluate check ops on given operand values with the check kernels of
     :mod:`stablehlo_conform.kernels.check`; returns ``(ok, message, loc)``s."""
-    from ...engine import Engine, OpContext
-    from ...kernels import check as check_kernels
-    from ...kernels.custom_call import custom_call
-    from ...kernels.registry import Registry, load_all
-
     eng = Engine(module, Registry())
     for op, vals in zip(checks, values):
         if op.name == "stablehlo.custom_call":
@@ -46,8 +45,6 @@ def evaluate_checks(module: Module, checks: list, values: list[list[np.ndarray]]
 
 def _reachable(module: Module, func: Func) -> list[Func]:
     """``func`` and every function it references (calls, symbol attributes)."""
-    from ...program import SymbolRef
-
     seen: dict[str, Func] = {}
     todo = [func]
     while todo:
