@@ -44,6 +44,9 @@ from typing import Any
 import pytest
 
 from .harness.result import describe_failure
+from .harness.backends import BackendUnavailable, check_name
+from .harness.gate import Baseline, GateError
+from .harness.guard import GuardError, check_input
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 PLUGIN_NAME = "stablehlo_conform"
@@ -93,8 +96,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_baseline_key] = None
     path = config.getoption("conform_baseline") or config.getini("conform_baseline")
     if path:
-        from .harness.gate import Baseline, GateError
-
         try:
             config.stash[_baseline_key] = Baseline.load(path)
         except GateError as e:
@@ -102,8 +103,6 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = _backend_name(config)
     if backend != "numpy" and (_enabled(config) or any(
             str(a).split("::")[0].endswith(SUFFIXES) for a in config.args)):
-        from .harness.backends import BackendUnavailable, check_name
-
         try:
             check_name(backend)
         except BackendUnavailable as e:
@@ -207,8 +206,7 @@ def _options(config: pytest.Config):
     opts = Options(backend=_backend_name(config), timeout=timeout, max_bytes=_budget(config))
     profile = config.getoption("conform_accuracy_profile", None)
     if profile:
-        from .harness.guard import GuardError, check_input
-        from .oracle.classes import accuracy_profile_option
+        from .oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         try:  # a regular file within the bound of inputs, before it is read
             check_input(profile, "--conform-accuracy-profile")

@@ -28,6 +28,7 @@ from ..harness import inputs as I
 from ..harness.backends import BackendUnavailable, check_name, get_backend
 from ..harness.support import unsupported_ops
 from .. import load
+from ..harness.bundle import diff_bundle
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -267,7 +268,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     args = _inputs(func, inputs_path, True, seed)
     opts = DiffOptions(timeout=timeout or None, localise=localise, max_ops=max_ops)
     if accuracy_profile:
-        from ..oracle.classes import accuracy_profile_option
+        from ..oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     try:
@@ -281,8 +282,6 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     if json_path:
         write_atomic(json_path, json.dumps(report, indent=1, default=str))
     if repro_dir and report["status"] != "agree":
-        from ..harness.bundle import diff_bundle
-
         click.echo(f"repro bundle: {diff_bundle(repro_dir, program, module, func.name, args, names, report, timeout)}")
     sys.exit(0 if report["status"] == "agree" else 1)
 

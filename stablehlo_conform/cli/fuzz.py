@@ -18,6 +18,7 @@ from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write
 from .common import SECONDS, outputs_ready
 from ..harness.backends import BackendUnavailable, check_name, display_name
 from ..harness.shard import ShardError, parse_shard
+from ..harness.reports import incomplete_note
 
 
 @click.command()
@@ -75,8 +76,6 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
     for line in summary_lines(doc, groups(doc["results"])):
         click.echo(line)
     if not doc["complete"]:
-        from ..harness.reports import incomplete_note
-
         click.echo(incomplete_note(doc))
     if json_path:
         try:

@@ -21,6 +21,7 @@ from .common import SECONDS, InputFile, outputs_ready
 from ..harness import plugin_report as P
 from ..harness.reports import incomplete_note
 from .run import backend_name
+from ..harness.gate import Baseline, GateError
 
 
 @click.command("plugin-report")
@@ -56,8 +57,6 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
     backend = backend_name(backend, pjrt_options, pjrt_device)
     baseline = None
     if baseline_path:
-        from ..harness.gate import Baseline, GateError
-
         try:
             baseline = Baseline.load(baseline_path)
         except GateError as e:

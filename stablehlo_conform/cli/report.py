@@ -18,6 +18,8 @@ from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_ra
 from ..harness.reports import ReportError, incomplete_note, load_results
 from ..harness.reports.text import family_table, gate_lines, printable
 from ..harness.shard import merge_shards
+from ..harness.reports.html import write_html
+from ..harness.reports.junit import write_junit
 
 
 def _load_runs(paths):
@@ -74,14 +76,10 @@ def report(results, html_path, junit_path, baseline_path, title, quiet, json_pat
             click.echo(line)
     _say_incomplete(runs)
     if html_path:
-        from ..harness.reports.html import write_html
-
         with atomic_path(html_path) as tmp:
             write_html(tmp, runs, baseline, title)
         click.echo(f"HTML report: {html_path}")
     if junit_path:
-        from ..harness.reports.junit import write_junit
-
         with atomic_path(junit_path) as tmp:
             write_junit(tmp, runs, baseline)
         click.echo(f"JUnit XML: {junit_path}")

@@ -22,12 +22,16 @@ from ..harness.guard import (GuardError, Interrupted, atomic_path, check_input, 
 from ..harness.reports.text import gate_lines, printable
 from ..harness.result import describe_failure
 from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
-from ..harness.backends import BackendUnavailable, check_name
+from ..harness.backends import BackendUnavailable, check_name, shorten_names
 from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates
 from ..harness.reports import incomplete_note
 from ..harness.shard import ShardError, in_shard, parse_shard, shard_info, universe_hash
 from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
 from ..harness.triage import triage, triage_json, triage_lines
+from ..harness.bundle import write_run_bundles
+from ..harness.reports.html import write_html
+from ..harness.reports.junit import write_junit
+from ..harness.support import unsupported_lines
 
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 
@@ -60,8 +64,6 @@ def _print_result_line(rec: dict) -> None:
     f = describe_failure(rec)
     msg = f.message
     if f.backend.startswith("pjrt:"):  # the plugin's name, not its library path
-        from ..harness.backends import shorten_names
-
         msg = shorten_names(msg, [f.backend])
     if rec.get("file"):  # a file name in a diagnostic must not start a line of its own
         msg = msg.replace(rec["file"], printable(rec["file"]))
@@ -161,7 +163,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout,
                    max_bytes=memory_budget_bytes(max_memory), pattern=pattern, compare=compared, shard=shard)
     if accuracy_profile:
-        from ..oracle.classes import accuracy_profile_option
+        from ..oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     if resume and not jsonl_path:
@@ -222,8 +224,6 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
                 _print_result_line(rec)
 
     if by_op:
-        from ..harness.support import unsupported_lines
-
         for line in unsupported_lines(files):
             click.echo(line)
     t0 = time.monotonic()
@@ -332,14 +332,10 @@ def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, 
     if json_path:
         attempt("--json", json_path, lambda: write_atomic(json_path, json.dumps(doc, indent=1)))
     if junit_path:
-        from ..harness.reports.junit import write_junit
-
         attempt("--junit-xml", junit_path, lambda: _written(junit_path, write_junit, [doc], baseline))
         if junit_path not in lost:
             click.echo(f"JUnit XML: {junit_path}")
     if html_path:
-        from ..harness.reports.html import write_html
-
         attempt("--html", html_path, lambda: _written(html_path, write_html, [doc], baseline))
         if html_path not in lost:
             click.echo(f"HTML report: {html_path}")
@@ -365,8 +361,6 @@ def _written(path: str, write, *args) -> None:
 def _write_repro_bundles(results: list[dict], opts) -> None:
     folder = click.get_current_context().meta.get("repro_dir")
     if folder:
-        from ..harness.bundle import write_run_bundles
-
         try:
             made = write_run_bundles(folder, results, opts.backend, opts.compare, opts.timeout)
         except Exception as e:  # the run's own reports are still written

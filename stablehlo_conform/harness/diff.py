@@ -31,7 +31,7 @@ import numpy as np
 from .. import frontend, types as T
 from ..compare import DEFAULT_ULP, _float_info, compare, is_float_dtype, ulp_distance
 from ..errors import ConformError
-from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_op, magnitude, needs_oracle
+from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends, judge_op, magnitude, needs_oracle
 from ..program import Func, Module, walk_ops
 from ..engine import Engine
 from ..kernels.registry import load_all
@@ -114,8 +114,6 @@ def compare_values(a: Any, b: Any, ttype=None, accuracy=None, magnitude=None) ->
     out["max_abs"] = float(shown.max()) if shown.size else 0.0
     ok = (ulp <= np.uint64(budget)) | (both_finite & (diff <= norm_tolerance(b, budget)))
     if accuracy is not None:
-        from ..oracle import classes as C
-
         out["accuracy"] = accuracy.describe()
         if accuracy.kind == C.IMPLEMENTATION:
             ok = np.ones(a.shape, bool)
@@ -609,8 +607,6 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
     if len(ran) > 1:
         # the accuracy classes decide: every backend within the class of the
         # exact values agrees; one outside it disagrees whatever the budget says
-        from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends
-
         try:
             verdict = judge_backends(module, func, opts, {n: values[n] for n in ran})
         except ConformError:

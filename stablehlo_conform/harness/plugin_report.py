@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 from .backends import display_name, get_backend, shorten_names
 from .backends.pjrt import PjrtSpec, parse_name
-from .reports.plugin_html import page_summary, summary_line
+from .reports.plugin_html import page_summary, render_plugin_page, summary_line
 from .triage import KIND_ORDER, kind, signature
 from .. import frontend
+from .reports.junit import write_junit
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
@@ -104,7 +105,7 @@ def build(backend: str, suites: Sequence[Path], sample: Sequence[Path], versions
         doc["suites"].append(run)
         log(f"  {_summary_text(run['summary'])}")
         if run.get("complete") is False:
-            from .cases import discover
+            from .cases import discover  # loads mpmath: kept here for start-up time
 
             later = sum(len(discover([str(s)])) for s in suites[i + 1:])
             doc.update(complete=False, interrupted=run["interrupted"],
@@ -212,11 +213,7 @@ def write_outputs(doc: dict, json_path: str | None, html_path: str | None, junit
 
         Path(json_path).write_text(json.dumps(doc, indent=1, default=str))
     if html_path:
-        from .reports.plugin_html import render_plugin_page
-
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
         Path(html_path).write_text(render_plugin_page(doc, baseline), encoding="utf-8")
     if junit_path:
-        from .reports.junit import write_junit
-
         write_junit(junit_path, doc["suites"], baseline)

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..errors import ConformError, ParseError
 from .backends.base import check_ops
-from .inputs import save_npz
+from .inputs import random_inputs, save_npz
 from .. import frontend
 
 PROPERTIES = ("disagree", "crash", "compile-error", "script")
@@ -609,8 +609,6 @@ def reduce_program(text: str, inputs: Sequence[np.ndarray] | None, backends: Seq
     if prop.kind == "disagree" and len(backends) < 2:
         raise ConformError("the disagree property needs at least two backends")
     if inputs is None:
-        from .inputs import random_inputs
-
         inputs = random_inputs(frontend.load_text(text, "<program>")[0].funcs[ENTRY], seed)
     ops_before = frontend.count_ops(text)
     probe_timeout = timeout if timeout is not None else 300.0
