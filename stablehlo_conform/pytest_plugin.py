@@ -47,6 +47,7 @@ from .harness.result import describe_failure
 from .harness.backends import BackendUnavailable, check_name
 from .harness.gate import Baseline, GateError
 from .harness.guard import GuardError, check_input
+from .frontend import memory_budget
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 PLUGIN_NAME = "stablehlo_conform"
@@ -143,8 +144,7 @@ class _Loaded:
     constants over the memory budget are refused while loading)."""
 
     def __init__(self, path: str, max_bytes: int | None):
-        from .frontend import memory_budget
-        from .harness.cases import enumerate_file
+        from .harness.cases import enumerate_file  # loads mpmath: kept here for start-up time
 
         with memory_budget(max_bytes):
             cases = enumerate_file(path)
@@ -233,7 +233,7 @@ class ProgramItem(pytest.Item):
         if self.load_error is not None:
             rec = dict(self.load_error, id=self.test_id)
         else:
-            from .harness.cases import run_program, run_test
+            from .harness.cases import run_program, run_test  # loads mpmath: kept here for start-up time
 
             loaded = _load(str(self.path), self.config)
             found = loaded.programs if self.program else loaded.tests

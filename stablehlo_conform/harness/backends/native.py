@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import types as T
+from ... import frontend, types as T
 from ...engine import Engine
 from ...errors import ConformError, UnsupportedOp
 from ...kernels.registry import load_all
@@ -113,8 +113,6 @@ class NativeBackend(Backend):
         """``func`` run on the backend: its values (one list), or with
         ``grid`` = (replicas, partitions) one list per process of that grid,
         process ``i`` given ``per_process[i]`` (spec.md#parallel-execution)."""
-        from ... import frontend
-
         label = self.label
         if grid is not None:
             args = per_process[0] if per_process else ()

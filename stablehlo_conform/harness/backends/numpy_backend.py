@@ -14,6 +14,7 @@ from ...kernels.registry import Registry, load_all
 from .base import Backend
 from ..result import Outcome, replace
 from .checks import check_outcome
+from ...process_grid import run_spmd
 
 
 MAX_OUTPUT = 20000  # characters of printed output kept in a result
@@ -43,8 +44,6 @@ class NumpyBackend(Backend):
         replicas = getattr(opts, "num_replicas", None)
         partitions = getattr(opts, "num_partitions", None)
         if (replicas or 1) * (partitions or 1) > 1:
-            from ...process_grid import run_spmd
-
             timeout = getattr(opts, "timeout", None)
             io_ = getattr(opts, "io", None)
             per_process = run_spmd(module, func_name, args, num_replicas=replicas, num_partitions=partitions,
