@@ -43,6 +43,12 @@ from typing import Any
 
 import pytest
 
+from .harness.result import describe_failure
+from .harness.backends import BackendUnavailable, check_name
+from .harness.gate import Baseline, GateError
+from .harness.guard import GuardError, check_input
+from .frontend import memory_budget
+
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 PLUGIN_NAME = "stablehlo_conform"
 
@@ -91,8 +97,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_baseline_key] = None
     path = config.getoption("conform_baseline") or config.getini("conform_baseline")
     if path:
-        from .harness.gate import Baseline, GateError
-
         try:
             config.stash[_baseline_key] = Baseline.load(path)
         except GateError as e:
@@ -100,8 +104,6 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = _backend_name(config)
     if backend != "numpy" and (_enabled(config) or any(
             str(a).split("::")[0].endswith(SUFFIXES) for a in config.args)):
-        from .harness.backends import BackendUnavailable, check_name
-
         try:
             check_name(backend)
         except BackendUnavailable as e:
@@ -142,8 +144,7 @@ class _Loaded:
     constants over the memory budget are refused while loading)."""
 
     def __init__(self, path: str, max_bytes: int | None):
-        from .frontend import memory_budget
-        from .harness.cases import enumerate_file
+        from .harness.cases import enumerate_file  # loads mpmath: kept here for start-up time
 
         with memory_budget(max_bytes):
             cases = enumerate_file(path)
@@ -159,7 +160,7 @@ _CACHE_SIZE = 2
 
 
 def _budget(config: pytest.Config) -> int | None:
-    from .harness.cases import memory_budget_bytes
+    from .harness.cases import memory_budget_bytes  # loads mpmath: kept here for start-up time
 
     return memory_budget_bytes(config.getoption("conform_max_memory", None))
 
@@ -198,15 +199,14 @@ class ConformFailure(Exception):
 
 
 def _options(config: pytest.Config):
-    from .harness.cases import Options
+    from .harness.cases import Options  # loads mpmath: kept here for start-up time
 
     t = config.getoption("conform_timeout")
     timeout = 60.0 if t is None else (t or None)
     opts = Options(backend=_backend_name(config), timeout=timeout, max_bytes=_budget(config))
     profile = config.getoption("conform_accuracy_profile", None)
     if profile:
-        from .harness.guard import GuardError, check_input
-        from .oracle.classes import accuracy_profile_option
+        from .oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         try:  # a regular file within the bound of inputs, before it is read
             check_input(profile, "--conform-accuracy-profile")
@@ -233,7 +233,7 @@ class ProgramItem(pytest.Item):
         if self.load_error is not None:
             rec = dict(self.load_error, id=self.test_id)
         else:
-            from .harness.cases import run_program, run_test
+            from .harness.cases import run_program, run_test  # loads mpmath: kept here for start-up time
 
             loaded = _load(str(self.path), self.config)
             found = loaded.programs if self.program else loaded.tests
@@ -260,16 +260,15 @@ class ProgramItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ConformFailure):
-            rec = excinfo.value.rec
-            lines = [f"{rec['status'].upper()}: {rec['id']}"]
-            if rec.get("file"):
-                lines.append(f"  at {rec['file']}:{rec.get('line', '')}")
-            if rec.get("backend"):
-                lines.append(f"  backend {rec['backend']}")
-            if rec.get("ops"):
-                lines.append(f"  ops {', '.join(rec['ops'])}; element types {', '.join(rec.get('dtypes') or [])}")
-            msg = (rec.get("message") or "").strip()
-            lines += [""] + [f"  {ln}" for ln in msg.replace("; ", "\n").splitlines()]
+            f = describe_failure(excinfo.value.rec)
+            lines = [f"{f.status.upper()}: {f.id}"]
+            if f.where:
+                lines.append(f"  at {f.where}")
+            if f.backend:
+                lines.append(f"  backend {f.backend}")
+            if f.ops:
+                lines.append(f"  ops {', '.join(f.ops)}; element types {', '.join(f.dtypes)}")
+            lines += [""] + [f"  {ln}" for ln in f.body.splitlines()]
             return "\n".join(lines)
         return super().repr_failure(excinfo, style=style)
 

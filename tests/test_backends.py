@@ -17,6 +17,7 @@ from stablehlo_conform.harness.backends import available, get_backend
 from stablehlo_conform.harness.backends.base import BackendCrash, BackendUnavailable
 from stablehlo_conform.harness.backends.wire import wire_for
 from stablehlo_conform.harness.cases import Options
+from stablehlo_conform.harness.result import Outcome, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".." / "shared" / "stablehlo-suite"
@@ -92,9 +93,9 @@ def test_tests_with_exotic_types_pass_and_wrong_values_fail(backend):
     mods = load(TESTS, split=True)
     be = get_backend(backend)
     ok = be.run_test(mods[0], mods[0].funcs["exotic"], Options(backend=backend))
-    assert ok == {"checks": 4, "status": "pass", "message": ""}
+    assert ok == Outcome(Status.PASS, checks=4, message="")
     bad = be.run_test(mods[1], mods[1].funcs["wrong"], Options(backend=backend))
-    assert bad["status"] == "fail" and "actual 4, expected 5" in bad["message"]
+    assert bad.status == "fail" and "actual 4, expected 5" in bad.message
 
 
 @pytest.mark.parametrize("backend", ["numpy", "reference", "xla"])

@@ -12,10 +12,10 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
-from stablehlo_conform.harness.cases import Options, base_record, run_file
+from stablehlo_conform.harness.cases import Options, judge, new_result, run_file
 from stablehlo_conform.kernels.registry import load_all
 from stablehlo_conform.oracle import classes as C
-from stablehlo_conform.oracle.verdict import judge_record
+from stablehlo_conform.harness.result import Outcome
 from stablehlo_conform.program import walk_ops
 
 X = np.array([1.0, 2.5, 10.0], np.float32)
@@ -213,10 +213,11 @@ def test_planted_wrong_kernel_is_backend_wrong(tmp_path):
     (mod,) = frontend.load_text(text, str(tmp_path / "t.mlir"))
     (func,) = mod.tests()
     backend = NumpyBackend(planted_exp_registry(3))
-    rec = base_record("t.mlir", "t.mlir::exp_test", "exp_test", 1)
-    rec.update(backend.run_test(mod, func, Options()))
-    assert rec["status"] == "fail"
-    judge_record(mod, func, Options(), rec, backend)
+    r = Outcome.of(backend.run_test(mod, func, Options())).apply(new_result("t.mlir", "t.mlir::exp_test", "exp_test", 1))
+    assert r.status == "fail"
+    judged = judge(mod, func, Options(), r, backend)
+    assert r.status == "fail" and r.verdict is None  # the result judged is left as it was
+    rec = judged.to_json()
     assert rec["status"] == "fail"
     assert rec["verdict"]["verdict"] == "backend wrong"
     c = rec["verdict"]["checks"][0]
@@ -227,11 +228,10 @@ def test_one_ulp_kernel_error_within_the_class_passes(tmp_path):
     (mod,) = frontend.load_text(exp_program(EXP), str(tmp_path / "t.mlir"))
     (func,) = mod.tests()
     backend = NumpyBackend(planted_exp_registry(1))
-    rec = base_record("t.mlir", "t.mlir::exp_test", "exp_test", 1)
-    rec.update(backend.run_test(mod, func, Options()))
-    assert rec["status"] == "fail"  # by the check's absolute 1e-4 at exp(10)
-    judge_record(mod, func, Options(), rec, backend)
-    assert rec["status"] == "pass"
+    r = Outcome.of(backend.run_test(mod, func, Options())).apply(new_result("t.mlir", "t.mlir::exp_test", "exp_test", 1))
+    assert r.status == "fail"  # by the check's absolute 1e-4 at exp(10)
+    judged = judge(mod, func, Options(), r, backend)
+    assert judged.status == "pass" and judged.message == "" and judged.accuracy["checks"]
 
 
 def dot_program(golden: float, precision: str = "HIGHEST") -> str:
@@ -392,11 +392,10 @@ def suite_record(name: str, backend=None) -> dict:
     (mod,) = frontend.load_file(path)
     (func,) = mod.tests()
     backend = backend or NumpyBackend()
-    rec = base_record(str(path), f"{path}::main", "main", 1)
-    rec.update(backend.run_test(mod, func, Options()))
-    if rec["status"] == "fail":
-        judge_record(mod, func, Options(), rec, backend)
-    return rec
+    r = Outcome.of(backend.run_test(mod, func, Options())).apply(new_result(str(path), f"{path}::main", "main", 1))
+    if r.status == "fail":
+        r = judge(mod, func, Options(), r, backend)
+    return r.to_json()
 
 
 def test_planted_exp_kernel_on_the_official_testdata():

@@ -18,10 +18,11 @@ import click
 from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from ..harness.stream import StreamError, read_lines, repair
 from .common import outputs_ready, usable_backend
+from ..types import ElementType
 
 
 def _resolve_ops(names):
-    from ..oracle import DEFINED_OPS
+    from ..oracle import DEFINED_OPS  # loads mpmath: kept here for start-up time
 
     out = []
     for n in names:
@@ -68,8 +69,7 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
     else the max ULP error and the share of correctly rounded results; then the run time (the
     sum of the per-cell times, and the wall time of the runs that measured them).
     """
-    from ..oracle import accuracy as A
-    from ..types import ElementType
+    from ..oracle import accuracy as A  # loads mpmath: kept here for start-up time
 
     for t in types:
         if t not in A.ALL_TYPES:
@@ -176,7 +176,7 @@ def _read_jsonl(A, path):
 
 
 def _write_defaults(A, cells, path, command):
-    from ..oracle.classes import DEFAULTS_FILE
+    from ..oracle.classes import DEFAULTS_FILE  # loads mpmath: kept here for start-up time
 
     base = path if os.path.exists(path) else DEFAULTS_FILE
     with open(base) as f:

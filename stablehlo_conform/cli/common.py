@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import click
 
 from ..harness.guard import GuardError, Interrupted, check_input, prepare_outputs
+from ..harness.backends import BackendUnavailable, check_name, get_backend
 
 
 class InputFile(click.Path):
@@ -74,8 +75,6 @@ def outputs_ready(outputs: Mapping[str, str | None], keep: str | None = None,
 def usable_backend(name: str, option: str = "--backend") -> str:
     """``name`` unless it names no backend or its backend cannot run here
     (not installed, a plugin that does not load): then a usage error."""
-    from ..harness.backends import BackendUnavailable, check_name, get_backend
-
     try:
         check_name(name)
         check = getattr(get_backend(name), "check_available", None)

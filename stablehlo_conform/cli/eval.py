@@ -23,6 +23,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 from ..errors import ConformError, InputError, ParseError
 from ..harness.guard import GuardError, atomic_path, prepare_outputs, write_atomic
 from .common import SECONDS, InputFile
+from ..compare import is_float_dtype
+from ..harness import inputs as I
+from ..harness.backends import BackendUnavailable, check_name, get_backend
+from ..harness.support import unsupported_ops
+from .. import load
+from ..harness.bundle import diff_bundle
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -31,8 +37,6 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _load(path: str):
-    from .. import load
-
     try:
         mods = load(path)
     except ParseError as e:
@@ -55,23 +59,19 @@ def _outputs(outputs: dict, folders: dict | None = None) -> None:
 
 
 def _save_npz(path: str, arrays: dict) -> None:
-    from ..harness import inputs as I
-
     with atomic_path(path) as tmp:
         I.save_npz(tmp, arrays)
 
 
 def _print_unsupported(module) -> None:
     """The ops and custom-call targets the numpy engine cannot evaluate, in one line."""
-    from ..harness.support import unsupported_ops
-
     missing = unsupported_ops([module])
     if missing:
         click.echo(f"unsupported: {', '.join(missing)}", err=True)
 
 
 def _entry(module, entry):
-    from ..harness.diff import entry_of
+    from ..harness.diff import entry_of  # loads mpmath: kept here for start-up time
 
     try:
         return entry_of(module, entry)
@@ -80,8 +80,6 @@ def _entry(module, entry):
 
 
 def _inputs(func, inputs_path, use_random: bool, seed: int, required: bool = True):
-    from ..harness import inputs as I
-
     try:
         if inputs_path:
             return I.match_inputs(func, I.load_npz(inputs_path))
@@ -112,8 +110,6 @@ class _Opts:
 
 def _format_array(name: str, ttype, a) -> str:
     import numpy as np
-
-    from ..compare import is_float_dtype
 
     a = np.asarray(a)
     if a.dtype.kind == "V":  # ml_dtypes (bf16, f8, int4, ...): print their values
@@ -149,9 +145,6 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
              top, timeout, num_replicas, num_partitions, infeed_path, outfeed_path):
     """Run PROGRAM (text, bytecode or portable artifact) on inputs."""
     import time
-
-    from ..harness import inputs as I
-    from ..harness.backends import BackendUnavailable, check_name, get_backend
 
     if inputs_path and use_random:
         _fail("give either --inputs or --random")
@@ -256,8 +249,7 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
 def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, repro_dir,
              accuracy_profile):
     """Run PROGRAM on several backends with the same inputs and compare."""
-    from ..harness.backends import BackendUnavailable, check_name, get_backend
-    from ..harness.diff import DiffOptions, diff_program, format_report
+    from ..harness.diff import DiffOptions, diff_program, format_report  # loads mpmath: kept here for start-up time
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:
@@ -276,7 +268,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     args = _inputs(func, inputs_path, True, seed)
     opts = DiffOptions(timeout=timeout or None, localise=localise, max_ops=max_ops)
     if accuracy_profile:
-        from ..oracle.classes import accuracy_profile_option
+        from ..oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     try:
@@ -290,8 +282,6 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     if json_path:
         write_atomic(json_path, json.dumps(report, indent=1, default=str))
     if repro_dir and report["status"] != "agree":
-        from ..harness.bundle import diff_bundle
-
         click.echo(f"repro bundle: {diff_bundle(repro_dir, program, module, func.name, args, names, report, timeout)}")
     sys.exit(0 if report["status"] == "agree" else 1)
 

@@ -16,6 +16,9 @@ import click
 
 from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from .common import SECONDS, outputs_ready
+from ..harness.backends import BackendUnavailable, check_name, display_name
+from ..harness.shard import ShardError, parse_shard
+from ..harness.reports import incomplete_note
 
 
 @click.command()
@@ -41,9 +44,7 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
     """Generate COUNT random valid StableHLO programs from SEED, run each on
     BACKENDS, compare their results and reduce every disagreement or crash
     to a repro bundle in the output folder."""
-    from ..harness.backends import BackendUnavailable, check_name
-    from ..harness.fuzz import groups, run_campaign
-    from ..harness.shard import ShardError, parse_shard
+    from ..harness.fuzz import groups, run_campaign  # loads mpmath: kept here for start-up time
 
     try:
         sh = parse_shard(shard)
@@ -75,8 +76,6 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
     for line in summary_lines(doc, groups(doc["results"])):
         click.echo(line)
     if not doc["complete"]:
-        from ..harness.reports import incomplete_note
-
         click.echo(incomplete_note(doc))
     if json_path:
         try:
@@ -92,8 +91,6 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
 
 
 def summary_lines(doc: dict, grouped) -> list[str]:
-    from ..harness.backends import display_name
-
     s, f = doc["summary"], doc["fuzz"]
     sh = doc.get("shard")
     where = f" (shard {sh['index']}/{sh['count']})" if sh else ""

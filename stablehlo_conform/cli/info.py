@@ -5,6 +5,12 @@ from __future__ import annotations
 import sys
 
 import click
+from ..engine import TERMINATORS
+from ..harness.backends import available, display_name, get_backend
+from ..harness.backends.pjrt import PjrtBackend
+from ..harness.support import file_report
+from ..kernels.registry import load_all
+from .. import frontend
 
 
 @click.command()
@@ -19,10 +25,6 @@ def ops(programs, dialects, missing):
     if programs:
         _will_it_run(programs)
         return
-    from .. import frontend
-    from ..engine import TERMINATORS
-    from ..kernels.registry import load_all
-
     reg = load_all()
     total = have = 0
     for d in dialects:
@@ -46,8 +48,7 @@ def ops(programs, dialects, missing):
 def _will_it_run(programs) -> None:
     from collections import Counter
 
-    from ..harness.cases import discover
-    from ..harness.support import file_report
+    from ..harness.cases import discover  # loads mpmath: kept here for start-up time
 
     files = discover(list(programs))
     counts: Counter = Counter()
@@ -69,10 +70,6 @@ def backends(names, json_path):
     plugin, the built-in xla client, and any pjrt:... NAMES given).
 
     Exit code 1 when a client named in NAMES does not load."""
-    from .. import frontend
-    from ..harness.backends import available, get_backend
-    from ..harness.backends.pjrt import PjrtBackend
-
     where = available()
     for name, src in sorted(where.items()):
         click.echo(f"{name:<12} {src}")
@@ -101,8 +98,6 @@ def backends(names, json_path):
 
 
 def _pjrt_line(info: dict) -> str:
-    from ..harness.backends import display_name
-
     if not info.get("loads"):
         return f"{display_name(info['name'])} does not load: {info.get('error', '')}"
     stated = "" if info["window_stated"] else " (not stated; default window)"

@@ -18,6 +18,10 @@ import click
 
 from ..harness.guard import Interrupted, atomic_path, ignore_interrupts, interruptible
 from .common import SECONDS, InputFile, outputs_ready
+from ..harness import plugin_report as P
+from ..harness.reports import incomplete_note
+from .run import backend_name
+from ..harness.gate import Baseline, GateError
 
 
 @click.command("plugin-report")
@@ -50,14 +54,9 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
 
     Exit code 1 when something is wrong: a wrong value, crash, timeout or
     error not listed in --baseline (or the client does not load)."""
-    from ..harness import plugin_report as P
-    from .run import backend_name
-
     backend = backend_name(backend, pjrt_options, pjrt_device)
     baseline = None
     if baseline_path:
-        from ..harness.gate import Baseline, GateError
-
         try:
             baseline = Baseline.load(baseline_path)
         except GateError as e:
@@ -82,8 +81,6 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
     ignore_interrupts()  # from here on the reports are written whatever arrives
     for line in P.text_lines(doc, details=not quiet, baseline=baseline):
         click.echo(line)
-    from ..harness.reports import incomplete_note
-
     note = incomplete_note(doc)
     if note:
         click.echo(note)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+from ..harness.backends import BackendUnavailable, check_name, get_backend
 
 
 @click.command("probe-precision")
@@ -27,11 +28,11 @@ def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
     Exit code 0 when every level is at least as accurate as declared and no algorithm
     silently falls back to a less accurate one, 1 otherwise, 2 on a usage error.
     """
-    from ..harness.backends import BackendUnavailable, check_name, get_backend
-    from ..harness.diff import DiffOptions
+    from ..harness.diff import DiffOptions  # loads mpmath: kept here for start-up time
+    # loads mpmath: kept here for start-up time
     from ..harness.probe_precision import failed, format_rows, probe, to_json
-    from ..oracle import classes as C
-    from ..oracle.precision import DEFAULT_LEVELS
+    from ..oracle import classes as C  # loads mpmath: kept here for start-up time
+    from ..oracle.precision import DEFAULT_LEVELS  # loads mpmath: kept here for start-up time
 
     try:
         check_name(backend)

@@ -16,6 +16,13 @@ import click
 
 from ..harness.guard import Interrupted, atomic_folder, ignore_interrupts, interruptible
 from .common import SECONDS, InputFile, outputs_ready, regex_option
+from ..errors import ConformError, InputError
+from ..harness import inputs as I
+from ..harness.backends import BackendUnavailable, check_name, display_name, shorten_names
+from ..harness.bundle import expected_values, write_bundle
+from ..harness.reduce import ENTRY, Property, entry_program, reduce_program
+from .eval import _entry, _fail, _load
+from .. import frontend, load
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
@@ -47,13 +54,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed, entry, budget, timeout, quiet):
     """Shrink PROGRAM while a property holds; write the smallest program found
     as a repro bundle in OUTPUT."""
-    from ..errors import ConformError, InputError
-    from ..harness import inputs as I
-    from ..harness.backends import BackendUnavailable, check_name, display_name, shorten_names
-    from ..harness.bundle import expected_values, write_bundle
-    from ..harness.reduce import ENTRY, Property, entry_program, reduce_program
-    from .eval import _entry, _fail
-
     names = [b.strip() for b in backends.split(",") if b.strip()]
     for n in names:
         try:
@@ -72,8 +72,6 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
         text, is_test = entry_program(module.text, func.name)
     except ConformError as e:
         _fail(str(e))
-    from .. import frontend
-
     main = frontend.load_text(text, program)[0].funcs[ENTRY]
     try:
         args = I.match_inputs(main, I.load_npz(inputs_path)) if inputs_path else I.random_inputs(main, seed)
@@ -122,10 +120,6 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
 def _module_of(program: str, entry: str | None):
     """The module holding ``entry`` (``NAME`` or ``NAME#N``, the N-th
     function of that name in a file of several modules) and the name."""
-    from .. import load
-    from ..errors import ConformError
-    from .eval import _fail, _load
-
     if not entry:
         return _load(program), entry
     name, _, nth = entry.partition("#")

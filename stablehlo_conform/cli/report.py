@@ -14,15 +14,18 @@ import click
 
 from ..harness.guard import atomic_path, write_atomic
 from .common import InputFile, outputs_ready
+from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates, update_baseline
+from ..harness.reports import ReportError, incomplete_note, load_results
+from ..harness.reports.text import family_table, gate_lines, printable
+from ..harness.shard import merge_shards
+from ..harness.reports.html import write_html
+from ..harness.reports.junit import write_junit
 
 
 def _load_runs(paths):
     """The runs of PATHS, the shards of one run merged into one (see
     :func:`~stablehlo_conform.harness.shard.merge_shards`; a merged run with a
     shard missing is incomplete)."""
-    from ..harness.reports import ReportError, load_results
-    from ..harness.shard import merge_shards
-
     try:
         runs, notes = merge_shards([load_results(p) for p in paths])
     except ReportError as e:
@@ -33,8 +36,6 @@ def _load_runs(paths):
 
 
 def _load_baseline(path):
-    from ..harness.gate import Baseline, GateError
-
     if not path:
         return None
     try:
@@ -61,8 +62,6 @@ def report(results, html_path, junit_path, baseline_path, title, quiet, json_pat
     backend, and optionally an HTML page and JUnit XML. Shards of one run
     ('--shard K/N') are merged into one run; a missing shard makes the merged
     run incomplete and every report says so."""
-    from ..harness.reports.text import family_table
-
     outputs_ready({"--html": html_path, "--junit-xml": junit_path, "--json": json_path})
     runs = _load_runs(results)
     baseline = _load_baseline(baseline_path)
@@ -77,14 +76,10 @@ def report(results, html_path, junit_path, baseline_path, title, quiet, json_pat
             click.echo(line)
     _say_incomplete(runs)
     if html_path:
-        from ..harness.reports.html import write_html
-
         with atomic_path(html_path) as tmp:
             write_html(tmp, runs, baseline, title)
         click.echo(f"HTML report: {html_path}")
     if junit_path:
-        from ..harness.reports.junit import write_junit
-
         with atomic_path(junit_path) as tmp:
             write_junit(tmp, runs, baseline)
         click.echo(f"JUnit XML: {junit_path}")
@@ -110,9 +105,6 @@ def baseline_update(results, output, previous, prune, accept_golden_wrong):
     Entries already in the baseline keep their reason; new entries get the
     failure message as reason; entries of tests that pass now are removed.
     """
-    from ..harness.gate import update_baseline
-    from ..harness.reports.text import printable
-
     runs = _load_runs(results)
     if prune and _say_incomplete(runs):
         raise click.UsageError("--prune would drop the entries of every test the unfinished run did not reach")
@@ -145,9 +137,6 @@ def baseline_check(results, baseline_path, min_pass_rate):
     """Gate a finished run (RESULTS from 'conform run --json') as
     'conform run --baseline ... --min-pass-rate ...' would: exit 0 if it
     passes, 1 if not."""
-    from ..harness.gate import GateError, evaluate_gate, parse_min_pass_rates
-    from ..harness.reports.text import gate_lines
-
     runs = _load_runs(results)
     bl = _load_baseline(baseline_path)
     try:
@@ -163,8 +152,6 @@ def baseline_check(results, baseline_path, min_pass_rate):
 
 def _say_incomplete(runs) -> bool:
     """Print what every run that did not finish left undone; True if any."""
-    from ..harness.reports import incomplete_note
-
     notes = [(run.get("source"), incomplete_note(run)) for run in runs]
     for source, note in notes:
         if note:

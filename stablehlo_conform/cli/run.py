@@ -19,8 +19,19 @@ import click
 
 from ..harness.guard import (GuardError, Interrupted, atomic_path, check_input, ignore_interrupts, interruptible,
                              write_atomic)
-from ..harness.reports.text import printable
+from ..harness.reports.text import gate_lines, printable
+from ..harness.result import describe_failure
 from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
+from ..harness.backends import BackendUnavailable, check_name, shorten_names
+from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates
+from ..harness.reports import incomplete_note
+from ..harness.shard import ShardError, in_shard, parse_shard, shard_info, universe_hash
+from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
+from ..harness.triage import triage, triage_json, triage_lines
+from ..harness.bundle import write_run_bundles
+from ..harness.reports.html import write_html
+from ..harness.reports.junit import write_junit
+from ..harness.support import unsupported_lines
 
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 
@@ -50,15 +61,14 @@ class _Progress:
 def _print_result_line(rec: dict) -> None:
     if rec["status"] == "pass":
         return
-    msg = (rec.get("message") or "").strip()
-    if str(rec.get("backend") or "").startswith("pjrt:"):  # the plugin's name, not its library path
-        from ..harness.backends import shorten_names
-
-        msg = shorten_names(msg, [rec["backend"]])
+    f = describe_failure(rec)
+    msg = f.message
+    if f.backend.startswith("pjrt:"):  # the plugin's name, not its library path
+        msg = shorten_names(msg, [f.backend])
     if rec.get("file"):  # a file name in a diagnostic must not start a line of its own
         msg = msg.replace(rec["file"], printable(rec["file"]))
     first, *rest = msg.splitlines() or [""]
-    click.echo(f"{rec['status'].upper():<11} {printable(rec['id'])}: {printable(first)}")
+    click.echo(f"{f.status.upper():<11} {printable(f.id)}: {printable(first)}")
     for line in rest[:6]:
         click.echo(f"            {printable(line)}")
 
@@ -126,11 +136,9 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     written, 2 on a usage error, 130 / 143 when interrupted by SIGINT /
     SIGTERM (the reports are written and marked incomplete).
     """
+    # loads mpmath: kept here for start-up time
     from ..harness.cases import Options, discover, matches, memory_budget_bytes
-    from ..harness.gate import Baseline, GateError, parse_min_pass_rates
-    from ..harness.runner import Runner
-    from ..harness.shard import in_shard
-    from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
+    from ..harness.runner import Runner  # loads mpmath: kept here for start-up time
 
     try:
         baseline = Baseline.load(baseline_path) if baseline_path else None
@@ -155,7 +163,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout,
                    max_bytes=memory_budget_bytes(max_memory), pattern=pattern, compare=compared, shard=shard)
     if accuracy_profile:
-        from ..oracle.classes import accuracy_profile_option
+        from ..oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     if resume and not jsonl_path:
@@ -216,8 +224,6 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
                 _print_result_line(rec)
 
     if by_op:
-        from ..harness.support import unsupported_lines
-
         for line in unsupported_lines(files):
             click.echo(line)
     t0 = time.monotonic()
@@ -243,8 +249,6 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         for fam, c in by_op_table(selected):
             other = sum(c.values()) - c["pass"] - c["fail"]
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
-    from ..harness.triage import triage, triage_json, triage_lines
-
     groups = triage(selected)
     if groups and not quiet:  # before the summary, which stays the last line
         click.echo("")
@@ -302,8 +306,6 @@ class _Output:
 def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
     """The backend's full name (``--pjrt-option``/``--pjrt-device`` folded
     into a ``pjrt:`` name); a usage error when it names no backend."""
-    from ..harness.backends import BackendUnavailable, check_name
-
     try:
         if pjrt_options or pjrt_device is not None:
             if not backend.startswith("pjrt:"):
@@ -321,10 +323,6 @@ def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
 def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost) -> int:
     """Reports and the gate of ``conform run``; returns the exit code (1
     when the gate fails or any report was lost)."""
-    from ..harness.gate import evaluate_gate
-    from ..harness.reports import incomplete_note
-    from ..harness.reports.text import gate_lines
-
     def attempt(opt: str, path: str, write) -> None:
         try:
             write()
@@ -334,14 +332,10 @@ def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, 
     if json_path:
         attempt("--json", json_path, lambda: write_atomic(json_path, json.dumps(doc, indent=1)))
     if junit_path:
-        from ..harness.reports.junit import write_junit
-
         attempt("--junit-xml", junit_path, lambda: _written(junit_path, write_junit, [doc], baseline))
         if junit_path not in lost:
             click.echo(f"JUnit XML: {junit_path}")
     if html_path:
-        from ..harness.reports.html import write_html
-
         attempt("--html", html_path, lambda: _written(html_path, write_html, [doc], baseline))
         if html_path not in lost:
             click.echo(f"HTML report: {html_path}")
@@ -367,8 +361,6 @@ def _written(path: str, write, *args) -> None:
 def _write_repro_bundles(results: list[dict], opts) -> None:
     folder = click.get_current_context().meta.get("repro_dir")
     if folder:
-        from ..harness.bundle import write_run_bundles
-
         try:
             made = write_run_bundles(folder, results, opts.backend, opts.compare, opts.timeout)
         except Exception as e:  # the run's own reports are still written
@@ -378,8 +370,6 @@ def _write_repro_bundles(results: list[dict], opts) -> None:
 
 
 def _parse_shard(text):
-    from ..harness.shard import ShardError, parse_shard
-
     try:
         return parse_shard(text)
     except ShardError as e:
@@ -389,8 +379,6 @@ def _parse_shard(text):
 def _shard_info(shard, files, settings) -> dict | None:
     """What the shards of one run share: the files (as given) and the
     settings the results depend on."""
-    from ..harness.shard import shard_info, universe_hash
-
     same = {k: settings[k] for k in ("backend", "compare", "pattern")}
     return shard_info(shard, universe_hash([str(f) for f in files], same), len(files))
 

@@ -9,6 +9,8 @@ import click
 
 from ..harness.guard import write_atomic
 from .common import InputFile, outputs_ready
+from ..harness.reports import ReportError, load_results
+from ..harness.triage import triage_json, triage_lines, triage_runs
 
 
 @click.command()
@@ -23,9 +25,6 @@ def triage(results, json_path, limit):
     Each group shows its count, the backends that share it and its smallest example.
     Exit code 0 (nothing failed) or 1 (some group), 2 on unreadable input.
     """
-    from ..harness.reports import ReportError, load_results
-    from ..harness.triage import triage_json, triage_lines, triage_runs
-
     outputs_ready({"--json": json_path})
     try:
         docs = [load_results(p) for p in results]

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from . import linalg_identity as LI
+from ..errors import ConformError, UnsupportedOp
+from .. import evaluate, load
 
 PACKAGE = "jax._src.internal_test_util.export_back_compat_test_data"
 
@@ -108,9 +110,6 @@ def compare_values(got, expected) -> str | None:
 
 
 def run_case(case: Case, backend: str = "numpy") -> Outcome:
-    from .. import evaluate, load
-    from ..errors import ConformError, UnsupportedOp
-
     d = case.data
     inputs = [np.asarray(x) for x in d.get("inputs", ())]
     expected = [np.asarray(x) for x in d.get("expected_outputs", ())]

@@ -20,13 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ..program import walk_ops
+from .backends.base import check_ops
+from .inputs import save_npz
+from .programs import generated_inputs
+from .reduce import ENTRY, entry_program, run_outcomes
+from .. import frontend
 
 
 def compare_outcomes(outcomes: dict[str, dict], backends: Sequence[str]) -> list[dict[str, Any]]:
     """Every result of every backend that ran against the first backend's
     (the one place that decides whether backends disagree): a list of
     ``compare_values`` records with ``index``, ``backend`` and ``against``."""
-    from .diff import compare_values
+    from .diff import compare_values  # loads mpmath: kept here for start-up time
 
     base = backends[0]
     ref = outcomes.get(base, {}).get("values")
@@ -73,8 +79,6 @@ def write_bundle(folder: str | Path, text: str, inputs: Sequence[np.ndarray], ba
                  outcomes: dict[str, dict], *, title: str, expected: Sequence[np.ndarray] | None = None,
                  entry: str = "main", notes: Sequence[str] = ()) -> Path:
     """Write a bundle into ``folder`` (created); returns it."""
-    from .inputs import save_npz
-
     folder = Path(folder)
     (folder / "values").mkdir(parents=True, exist_ok=True)
     (folder / "program.mlir").write_text(text if text.endswith("\n") else text + "\n")
@@ -138,9 +142,6 @@ def expected_values(text: str, entry: str) -> list[np.ndarray] | None:
     """The values the checks of a self-checking test expect (in the order
     :func:`stablehlo_conform.frontend.prepare_entry` returns the checked
     values), or None when some check has no expected value."""
-    from .. import frontend
-    from .backends.base import check_ops
-
     module = frontend.load_text(text, "<test>")[0]
     out: list[np.ndarray] = []
     for op in check_ops(module.funcs[entry]):
@@ -165,8 +166,6 @@ def bundle_program(folder: str | Path, text: str, entry: str, args: Sequence[np.
     :func:`.reduce.run_outcomes`) and write the bundle: the program with
     ``entry`` as ``main`` (a self-checking test returns what its checks
     look at), its inputs and each backend's outcome."""
-    from .reduce import ENTRY, entry_program, run_outcomes
-
     main, _ = entry_program(text, entry)
     outcomes = run_outcomes(main, args, backends, timeout, ENTRY)
     return write_bundle(folder, main, args, backends, outcomes, title=title, notes=notes, expected=expected)
@@ -174,9 +173,7 @@ def bundle_program(folder: str | Path, text: str, entry: str, args: Sequence[np.
 
 def _case_of(record: dict) -> tuple[str, list[np.ndarray], str] | None:
     """(module text, inputs, entry) of a ``conform run`` result record."""
-    from .. import frontend
-    from .cases import enumerate_file
-    from .programs import generated_inputs
+    from .cases import enumerate_file  # loads mpmath: kept here for start-up time
 
     try:
         cases = enumerate_file(record["file"])
@@ -262,9 +259,7 @@ def diff_bundle(folder: str | Path, program: str, module, entry: str, args: Sequ
 def first_divergence_case(module, entry: str, args: Sequence[np.ndarray], first: dict):
     """``(one-op module text, its recorded inputs)`` of the op a diff report
     names as the first divergence, or None."""
-    from .. import frontend
-    from ..program import walk_ops
-    from .diff import _trace, one_op_text
+    from .diff import _trace, one_op_text  # loads mpmath: kept here for start-up time
 
     events = _trace(module, entry, args, None, None)
     texts = frontend.op_texts(module.text)

@@ -17,9 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import frontend
 from .. import types as T
 from ..errors import ConformError, ParseError
+from ..oracle.verdict import judge_record, needs_oracle
 from ..program import Func, Module, SymbolRef, walk_ops
+from .backends import get_backend
+from .diff import compare_test
+from .programs import filecheck, find_program_cases, format_results, generated_inputs
+from .result import Outcome, Result, Status, replace
+from .shard import in_shard
+from .support import iree_programs, load_functions, unsupported_message
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 
@@ -170,9 +178,14 @@ def test_ids(path: str, modules: list[tuple[Module, Func]]) -> list[str]:
     return ids
 
 
+def new_result(path: str, test_id: str, func: str, line: int, **fields: Any) -> Result:
+    """A test's result before it runs: ``error`` with no message."""
+    return Result(id=test_id, file=path, function=func, line=line, **fields)
+
+
 def base_record(path: str, test_id: str, func: str, line: int) -> dict[str, Any]:
-    return {"id": test_id, "file": path, "function": func, "line": line, "status": "error",
-            "message": "", "family": "", "ops": [], "dtypes": [], "duration": 0.0, "checks": 0}
+    """The JSON record of :func:`new_result`."""
+    return new_result(path, test_id, func, line).to_json()
 
 
 @dataclass
@@ -188,8 +201,6 @@ class FileCases:
 
 
 def enumerate_file(path: str) -> FileCases:
-    from .. import frontend
-
     out = FileCases()
     try:
         mode = os.stat(path).st_mode
@@ -207,8 +218,6 @@ def enumerate_file(path: str) -> FileCases:
         try:
             mod = frontend.lower_module(frontend.parse_chunk(c), c)
         except ParseError as e:
-            from .support import load_functions
-
             mods, recs = load_functions(path, c, e)
             loaded.extend(mods)
             found.extend((m, f) for m in mods for f in m.tests())
@@ -223,15 +232,11 @@ def enumerate_file(path: str) -> FileCases:
         found.extend((mod, f) for f in mod.tests())
     out.tests = [(tid, m, f) for tid, (m, f) in zip(test_ids(path, found), found)]
     out.modules = loaded
-    from .support import iree_programs
-
     if iree_programs(path, "\n".join(c.text for c in chunks if c.text), loaded, out):
         return out
     if found or out.errors:
         return out
     if loaded:
-        from .programs import find_program_cases
-
         source = chunks[0].text if chunks and chunks[0].text is not None else ""
         cases = find_program_cases(source, loaded)
         ids = test_ids(path, [(m, c.func) for m, c in cases])
@@ -256,15 +261,11 @@ def _file_kind(mode: int) -> str:
 def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
     """Yields ("loaded", ids) once the file is loaded (the ids of the records
     to come), then ("start", id) and ("result", record) events."""
-    from ..frontend import memory_budget
-
-    with memory_budget(opts.max_bytes):  # constants are checked against it while loading
+    with frontend.memory_budget(opts.max_bytes):  # constants are checked against it while loading
         cases = enumerate_file(path)
     if opts.pattern:
         skip = skip | {tid for tid, _m, _f in cases.tests + cases.programs if not matches(tid, opts.pattern)}
     if opts.shard:
-        from .shard import in_shard
-
         skip = skip | {tid for tid in [r["id"] for r in cases.errors] + [c[0] for c in cases.tests + cases.programs]
                        if not in_shard(tid, opts.shard)}
     yield ("loaded", tuple(tid for tid in [r["id"] for r in cases.errors]
@@ -287,20 +288,16 @@ PROGRAM_SIZES = (4, 8, 5, 3)
 
 def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
     """Run a program that takes arguments (see :mod:`.programs`)."""
-    from .. import frontend
-    from .backends import get_backend
-    from .programs import filecheck, format_results, generated_inputs
-
     func = case.func
-    rec = base_record(mod.source, tid, func.name, func.loc.line)
     family, ops, dtypes = family_of(mod, func)
-    rec.update(family=family, ops=ops, dtypes=dtypes, backend=opts.backend, kind=case.kind)
+    r = new_result(mod.source, tid, func.name, func.loc.line, family=family, ops=ops, dtypes=dtypes,
+                   backend=opts.backend, kind=case.kind)
     t0 = time.perf_counter()
     try:
         backend = get_backend(opts.backend)
         size = None
         if case.kind == "iree":
-            rec.update(case.execute(backend, mod, opts))
+            r = Outcome.of(case.execute(backend, mod, opts)).apply(r)
         elif case.kind == "args":
             args = list(frontend.parse_attribute(case.args_text, mod.source))
             outputs = backend.run_function(mod, func.name, args, opts)
@@ -317,62 +314,62 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
                         raise
         if case.kind == "args":
             why = filecheck(format_results(outputs, func.result_types), case.checks)
-            rec.update(status="fail" if why else "pass", message=why or "", checks=len(case.checks))
+            r = replace(r, status=Status.FAIL if why else Status.PASS, message=why or "", checks=len(case.checks))
         elif case.kind == "generated":
-            rec.update(status="pass", checks=0,
-                       message=f"ran on generated inputs (dynamic sizes = {size}"
-                       f"{', integer tensors zero' if zeros else ''}); no expected values in the program")
+            r = replace(r, status=Status.PASS, checks=0,
+                        message=f"ran on generated inputs (dynamic sizes = {size}"
+                        f"{', integer tensors zero' if zeros else ''}); no expected values in the program")
     except ConformError as e:
-        from .support import unsupported_message
-
-        rec["status"] = e.status
-        rec["message"] = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
+        r = replace(r, status=e.status, message=unsupported_message(mod, e) if e.status == "unsupported" else str(e))
     except Exception as e:
-        rec["status"] = "error"
-        rec["message"] = f"internal error: {type(e).__name__}: {e}"
-    rec["duration"] = round(time.perf_counter() - t0, 6)
-    return rec
+        r = replace(r, status=Status.ERROR, message=f"internal error: {type(e).__name__}: {e}")
+    return replace(r, duration=round(time.perf_counter() - t0, 6)).to_json()
+
+
+def judge(mod: Module, func: Func, opts: Options, r: Result, backend: Any = None) -> Result:
+    """``r`` with the accuracy classes' judgement of its checks (see
+    :func:`..oracle.verdict.judge_record`)."""
+    j = judge_record(mod, func, opts, r.status.value, r.message, backend)
+    if j is None:
+        return r
+    return replace(r, status=j.status, message=j.message, verdict=j.verdict if j.verdict is not None else r.verdict,
+                   accuracy=j.accuracy if j.accuracy is not None else r.accuracy)
+
+
+def with_comparison(r: Result, cmp: dict[str, Any]) -> Result:
+    """``r`` with what comparing backends found (:func:`.diff.compare_test`):
+    a pass the backends disagree on fails; one not compared is not a pass."""
+    r = replace(r, compare=cmp["compare"], disagreements=cmp["disagreements"],
+                compare_accuracy=cmp.get("compare_accuracy"), compare_verdict=cmp.get("compare_verdict"))
+    if cmp["disagreements"] and r.status == Status.PASS:
+        r = replace(r, status=Status.FAIL, message="backends disagree: " + "; ".join(cmp["disagreements"][:3]))
+        if cmp.get("compare_verdict"):
+            v = cmp["compare_verdict"]
+            r = replace(r, verdict=v, verdict_last=r.verdict is None,
+                        message=r.message + f"\nverdict: {v['summary']}")
+    not_compared = compare_failures(cmp.get("compare") or {})
+    if not_compared and r.status == Status.PASS:  # a comparison that did not run is not a pass
+        r = replace(r, status=not_compared[0][1],
+                    message="not compared: " + "; ".join(f"{b}: {why}" for b, _s, why in not_compared))
+    return r
 
 
 def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]:
-    rec = base_record(mod.source, tid, func.name, func.loc.line)
     family, ops, dtypes = family_of(mod, func)
-    rec.update(family=family, ops=ops, dtypes=dtypes, backend=opts.backend)
+    r = new_result(mod.source, tid, func.name, func.loc.line, family=family, ops=ops, dtypes=dtypes,
+                   backend=opts.backend)
     t0 = time.perf_counter()
     try:
-        from .backends import get_backend
-
         backend = get_backend(opts.backend)
-        outcome = backend.run_test(mod, func, opts)
-        rec.update(outcome)
-        from ..oracle.verdict import judge_record, needs_oracle
-
-        if rec["status"] == "fail" or needs_oracle(mod):
-            judge_record(mod, func, opts, rec, backend)
+        r = Outcome.of(backend.run_test(mod, func, opts)).apply(r)
+        if r.status == Status.FAIL or needs_oracle(mod):
+            r = judge(mod, func, opts, r, backend)
         if opts.compare:
-            from .diff import compare_test
-
-            cmp = compare_test(mod, func, opts)
-            rec.update(cmp)
-            if cmp["disagreements"] and rec["status"] == "pass":
-                rec["status"] = "fail"
-                rec["message"] = "backends disagree: " + "; ".join(cmp["disagreements"][:3])
-                if cmp.get("compare_verdict"):
-                    rec["verdict"] = cmp["compare_verdict"]
-                    rec["message"] += f"\nverdict: {rec['verdict']['summary']}"
-            not_compared = compare_failures(cmp.get("compare") or {})
-            if not_compared and rec["status"] == "pass":  # a comparison that did not run is not a pass
-                rec["status"] = not_compared[0][1]
-                rec["message"] = "not compared: " + "; ".join(f"{b}: {why}" for b, _s, why in not_compared)
+            r = with_comparison(r, compare_test(mod, func, opts))
     except ConformError as e:
-        from .support import unsupported_message
-
-        rec["status"] = e.status
-        rec["message"] = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
+        r = replace(r, status=e.status, message=unsupported_message(mod, e) if e.status == "unsupported" else str(e))
     except Exception as e:  # a bug in the tool: keep the run going, say where
-        rec["status"] = "error"
         tb = traceback.extract_tb(e.__traceback__)
         where = f" ({tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
-        rec["message"] = f"internal error: {type(e).__name__}: {e}{where}"
-    rec["duration"] = round(time.perf_counter() - t0, 6)
-    return rec
+        r = replace(r, status=Status.ERROR, message=f"internal error: {type(e).__name__}: {e}{where}")
+    return replace(r, duration=round(time.perf_counter() - t0, 6)).to_json()

@@ -28,11 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import types as T
-from ..compare import DEFAULT_ULP, compare, is_float_dtype, ulp_distance
+from .. import frontend, types as T
+from ..compare import DEFAULT_ULP, _float_info, compare, is_float_dtype, ulp_distance
 from ..errors import ConformError
-from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_op, needs_oracle
+from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends, judge_op, magnitude, needs_oracle
 from ..program import Func, Module, walk_ops
+from ..engine import Engine
+from ..kernels.registry import load_all
+from ..oracle import classes as C
+from ..oracle.classes import profile_from
+from .backends import get_backend
+from .backends.checks import check_ops
 
 CONTAINER_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite"})
 """Ops whose values come from the ops of their regions (or callee): judged there."""
@@ -59,8 +65,6 @@ def norm_tolerance(expected: np.ndarray, budget: int) -> float:
     sums (dot products, reductions, softmax) computed in another order
     differ by a few ULP of the largest terms, not of each (possibly tiny)
     element."""
-    from ..compare import _float_info
-
     dt = expected.dtype
     part = np.float32 if dt == np.complex64 else np.float64 if dt == np.complex128 else dt
     with np.errstate(invalid="ignore", over="ignore"):
@@ -110,8 +114,6 @@ def compare_values(a: Any, b: Any, ttype=None, accuracy=None, magnitude=None) ->
     out["max_abs"] = float(shown.max()) if shown.size else 0.0
     ok = (ulp <= np.uint64(budget)) | (both_finite & (diff <= norm_tolerance(b, budget)))
     if accuracy is not None:
-        from ..oracle import classes as C
-
         out["accuracy"] = accuracy.describe()
         if accuracy.kind == C.IMPLEMENTATION:
             ok = np.ones(a.shape, bool)
@@ -138,8 +140,6 @@ class Runner:
 
 
 def make_runners(backends: Sequence[Any]) -> list[Runner]:
-    from .backends import get_backend
-
     out: list[Runner] = []
     seen: dict[str, int] = {}
     for b in backends:
@@ -179,8 +179,6 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     the first op whose results differ or whose run crashed."""
     opts = opts or DiffOptions()
     runners = make_runners(backends)
-    from ..oracle.classes import profile_from
-
     opts.extra.setdefault("_profile", profile_from(opts))
     func = module.funcs[entry]
     report: dict[str, Any] = {
@@ -238,8 +236,6 @@ def judge_isolated(text: str, args: Sequence[np.ndarray], runners: Any, entry: s
                    timeout: float | None = 60.0) -> dict[str, Any]:
     """The report of :func:`diff_program` (one judgement of outputs and ops) for
     a program whose backends run isolated (``runners``: an ``IsolatedBackends``)."""
-    from .. import frontend
-
     module = frontend.load_text(text, "<program>")[0]
     backends = [IsolatedRunner(runners, b) for b in runners.backends]
     return diff_program(module, entry, backends, list(args), DiffOptions(timeout=timeout))
@@ -295,9 +291,6 @@ def _one_judgement(report: dict[str, Any], complete: bool) -> None:
 
 
 def _trace(module: Module, entry: str, args: Sequence[np.ndarray], registry, opts) -> list[tuple]:
-    from ..engine import Engine
-    from ..kernels.registry import load_all
-
     eng = Engine(module, registry if registry is not None else load_all())
     events: list[tuple] = []
 
@@ -357,8 +350,6 @@ def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: li
 def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
               opts: DiffOptions) -> tuple[list[dict[str, Any]], bool]:
     """:func:`localise`, and whether every traced op run was compared."""
-    from .. import frontend
-
     registry = None
     for r in runners:
         if getattr(r.backend, "name", "") == "numpy" and getattr(r.backend, "registry", None) is not None:
@@ -470,9 +461,6 @@ def _judge_containers(containers: list[tuple[Any, dict]], out: list[dict[str, An
 def _op_accuracy(module: Module, op, op_args, base_value, opts) -> list[tuple] | None:
     """Per result of ``op``: its accuracy class and (for accumulating ops)
     the operands' magnitudes; None when the classes cannot be used."""
-    from ..oracle import classes as C
-    from ..oracle.verdict import magnitude
-
     if base_value is None:
         return None
     cls = C.class_of(op, opts.extra.get("_profile"))
@@ -570,8 +558,6 @@ def entry_of(module: Module, entry: str | None) -> Func:
 def test_values(backend: Any, module: Module, func: Func, opts: Any) -> list[np.ndarray]:
     """The values a test's checks look at (first operand of each check op of
     the test function's body), as computed by ``backend``."""
-    from .backends.checks import check_ops
-
     if getattr(backend, "name", "") != "numpy" or not hasattr(backend, "engine"):
         return list(backend.test_values(module, func, opts))
     checks = check_ops(func)
@@ -596,9 +582,6 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
     classes have the last word: backends all within the class of the exact
     values agree (``compare_accuracy``), a backend outside it disagrees
     (``compare_verdict``)."""
-    from .backends import get_backend
-    from .backends.checks import check_ops
-
     statuses: dict[str, str] = {}
     values: dict[str, list] = {}
     for name in opts.compare:
@@ -624,8 +607,6 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
     if len(ran) > 1:
         # the accuracy classes decide: every backend within the class of the
         # exact values agrees; one outside it disagrees whatever the budget says
-        from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends
-
         try:
             verdict = judge_backends(module, func, opts, {n: values[n] for n in ran})
         except ConformError:

@@ -30,6 +30,10 @@ import numpy as np
 
 from .diff import judge_isolated, judged
 from .fuzzgen import Program, generate
+from .bundle import compare_outcomes, write_bundle
+from .inputs import save_npz
+from .reduce import IsolatedBackends, Property, reduce_program
+from .shard import indices, shard_info
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)")
 _ETYPE = re.compile(r"tensor<(?:[0-9?]+x)*([a-zA-Z0-9]+(?:<[a-z0-9]+>)?)>")
@@ -51,8 +55,6 @@ def classify(outcomes: dict[str, dict], backends: Sequence[str],
     (the report of :func:`.diff.judge_isolated`) has the last word on outputs
     that differ: every op within its accuracy class (a dot's allowed precision
     included) makes them agree."""
-    from .bundle import compare_outcomes
-
     for status in ("crash", "timeout", "error", "unsupported"):
         for b in backends:
             o = outcomes[b]
@@ -73,9 +75,6 @@ def classify(outcomes: dict[str, dict], backends: Sequence[str],
 
 def _reduce_and_bundle(prog: Program, status: str, backend: str | None, backends: Sequence[str], out_dir: Path,
                        budget: float, log: Callable[[str], None]) -> dict[str, Any]:
-    from .bundle import write_bundle
-    from .reduce import Property, reduce_program
-
     prop = Property("disagree") if status == "fail" else Property("crash", target=backend)
     try:
         red = reduce_program(prog.text, prog.inputs, backends, prop, budget_s=budget, seed=prog.seed)
@@ -91,8 +90,6 @@ def _reduce_and_bundle(prog: Program, status: str, backend: str | None, backends
              "The generated program and its inputs are `original.mlir` and `original.npz`."]
     write_bundle(folder, red.text, red.inputs, backends, red.outcomes,
                  title=f"fuzz seed {prog.seed} program {prog.index}: {prop.describe(list(backends))}", notes=notes)
-    from .inputs import save_npz
-
     (folder / "original.mlir").write_text(prog.text)
     save_npz(folder / "original.npz", {f"arg{i}": np.asarray(a) for i, a in enumerate(prog.inputs)})
     ops, types = program_signature(red.text)
@@ -114,9 +111,6 @@ def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | 
     ends the campaign early: the document holds the programs that ran (one
     whose reduction was cut short keeps its result, unbundled) and says so
     (``complete`` false, ``interrupted``, ``not_run``)."""
-    from .reduce import IsolatedBackends
-    from .shard import indices, shard_info
-
     backends = list(backends)
     out = Path(out_dir) if out_dir else None
     t0 = time.monotonic()

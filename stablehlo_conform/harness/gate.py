@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .guard import GuardError, read_input_text, write_atomic
+from .triage import Signature, signature
 
 BASELINE_FORMAT = "stablehlo-conform-baseline"
 BASELINE_VERSION = 1
@@ -107,8 +108,6 @@ class Baseline:
         return len(self.entries) + len(self.signatures)
 
     def add_signature(self, text: str, reason: str = "", source: str = "<baseline>") -> None:
-        from .triage import Signature
-
         try:
             sig = Signature.parse(text)
         except ValueError as e:
@@ -149,8 +148,6 @@ class Baseline:
         test_id = test["id"] if isinstance(test, dict) else test
         entry = self._match_id(test_id)
         if entry is None and isinstance(test, dict) and self.signatures and test.get("status") != "pass":
-            from .triage import Signature, signature
-
             sig = signature(test)
             for text, e in self.signatures.items():
                 if sig is not None and Signature.parse(text).matches(sig):

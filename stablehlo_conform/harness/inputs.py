@@ -26,6 +26,7 @@ from ..errors import InputError
 from ..numeric import make_complex
 from ..program import Func, walk_ops
 from . import guard
+from ..compare import _float_info
 
 DTYPES_KEY = "__conform_dtypes__"
 DYNAMIC_DIM = 3
@@ -108,8 +109,6 @@ def random_array(ttype, rng: np.random.Generator, *, index: bool = False) -> np.
         re, im = rng.standard_normal(shape).astype(part), rng.standard_normal(shape).astype(part)
         return make_complex(re, im, dt)
     # floats
-    from ..compare import _float_info
-
     info = _float_info(dt)
     x = rng.standard_normal(shape)
     big = float(info.max)

@@ -16,6 +16,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from .backends import display_name, get_backend, shorten_names
+from .backends.pjrt import PjrtSpec, parse_name
+from .reports.plugin_html import page_summary, render_plugin_page, summary_line
+from .triage import KIND_ORDER, kind, signature
+from .. import frontend
+from .reports.junit import write_junit
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
@@ -36,8 +42,6 @@ def default_sample() -> list[Path]:
 def window_versions(low: str, high: str, count: int) -> list[str]:
     """Up to ``count`` StableHLO versions from ``low`` to ``high`` (both
     kept, the rest evenly spaced) that the bindings can serialize to."""
-    from .. import frontend
-
     lo, hi = frontend.version_tuple(low), frontend.version_tuple(high)
     hi = min(hi, frontend.stablehlo_version())
     candidates = [(1, m, 0) for m in range(100)]  # 0.x versions: only the stated minimum
@@ -62,8 +66,8 @@ def _run(paths: Sequence[Path], backend: str, jobs: int, timeout: float | None,
          stop: tuple[type[BaseException], ...] = ()) -> dict[str, Any]:
     """One run; an exception of a type in ``stop`` (an interrupt, with its
     ``signum``) ends it with the results so far, marked incomplete."""
-    from .cases import Options, discover
-    from .runner import Runner
+    from .cases import Options, discover  # loads mpmath: kept here for start-up time
+    from .runner import Runner  # loads mpmath: kept here for start-up time
 
     files = discover([str(p) for p in paths])
     t0 = time.monotonic()
@@ -89,9 +93,6 @@ def build(backend: str, suites: Sequence[Path], sample: Sequence[Path], versions
     """Describe the client, run every suite, then the sample at each version.
     An exception of a type in ``stop`` ends the work early: the document holds
     what ran, marked incomplete (``complete``, ``interrupted``, ``not_run``)."""
-    from .backends import get_backend
-    from .backends.pjrt import PjrtSpec, parse_name
-
     be = get_backend(backend)
     info = be.info()
     doc: dict[str, Any] = {"backend": backend, "client": info, "suites": [], "window": []}
@@ -104,7 +105,7 @@ def build(backend: str, suites: Sequence[Path], sample: Sequence[Path], versions
         doc["suites"].append(run)
         log(f"  {_summary_text(run['summary'])}")
         if run.get("complete") is False:
-            from .cases import discover
+            from .cases import discover  # loads mpmath: kept here for start-up time
 
             later = sum(len(discover([str(s)])) for s in suites[i + 1:])
             doc.update(complete=False, interrupted=run["interrupted"],
@@ -130,8 +131,6 @@ def build(backend: str, suites: Sequence[Path], sample: Sequence[Path], versions
 
 
 def _brief(rec: dict) -> dict:
-    from .backends import shorten_names
-
     message = shorten_names(rec.get("message") or "", [str(rec.get("backend") or "")] if rec.get("backend") else [])
     return {"id": rec["id"], "status": rec["status"], "message": message[:500]}
 
@@ -158,10 +157,6 @@ def _rate(c: dict) -> str:
 def text_lines(doc: dict, details: bool = True, baseline: Any = None) -> list[str]:
     """The report as text; ``details``: with the rates and every non-passing
     test (wrong values first, then crashes, errors, unsupported)."""
-    from .backends import display_name, shorten_names
-    from .reports.plugin_html import page_summary, summary_line
-    from .triage import KIND_ORDER, kind, signature
-
     info = doc["client"]
     backend = doc["backend"]
     out = [f"PJRT client {display_name(backend)}"]
@@ -206,8 +201,6 @@ def text_lines(doc: dict, details: bool = True, baseline: Any = None) -> list[st
 def exit_code(doc: dict, baseline: Any = None) -> int:
     """1 when the client does not load, or some result is a wrong value, a
     crash (or timeout) or an error that ``baseline`` does not list; else 0."""
-    from .reports.plugin_html import page_summary
-
     if not doc["client"].get("loads"):
         return 1
     return 1 if page_summary(doc.get("results") or [], baseline)["new"] else 0
@@ -220,11 +213,7 @@ def write_outputs(doc: dict, json_path: str | None, html_path: str | None, junit
 
         Path(json_path).write_text(json.dumps(doc, indent=1, default=str))
     if html_path:
-        from .reports.plugin_html import render_plugin_page
-
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
         Path(html_path).write_text(render_plugin_page(doc, baseline), encoding="utf-8")
     if junit_path:
-        from .reports.junit import write_junit
-
         write_junit(junit_path, doc["suites"], baseline)

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import ConformError
 from ..oracle import precision as P
+from .. import frontend
 
 M = N = 64
 ACC_ROWS = 30
@@ -111,8 +112,6 @@ def analyse(outputs: dict[str, np.ndarray], inputs: dict[str, tuple[np.ndarray, 
 
 
 def _run(backend: Any, text: str, args: tuple[np.ndarray, np.ndarray], opts: Any) -> np.ndarray:
-    from .. import frontend
-
     module = frontend.load_text(text, "<probe>")[0]
     return np.asarray(backend.run_function(module, "main", list(args), opts)[0])
 

@@ -25,6 +25,7 @@ import numpy as np
 from .. import types as T
 from ..numeric import make_complex
 from ..program import Func, Module
+from ..kernels.interpreter_ops import format_value
 
 DYNAMIC_SIZE = 4
 _ARGS_RE = re.compile(r'^//\s*RUN:(?!\s*not\b).*--interpret\b.*--args="(\[.*\])"', re.M)
@@ -123,6 +124,4 @@ def filecheck(output: str, checks: tuple[tuple[bool, str], ...]) -> str | None:
 
 def format_results(values, types) -> str:
     """Results printed like the official interpreter (``tensor<2xi32> {...}``)."""
-    from ..kernels.interpreter_ops import format_value
-
     return "\n".join(format_value(v, t) for v, t in zip(values, types))

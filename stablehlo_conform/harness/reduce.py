@@ -46,6 +46,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConformError, ParseError
+from .backends.base import check_ops
+from .inputs import random_inputs, save_npz
+from .. import frontend
 
 PROPERTIES = ("disagree", "crash", "compile-error", "script")
 MIN_ORACLE_SECONDS = 0.05  # the least time a candidate may keep the NumPy oracle busy
@@ -183,8 +186,6 @@ class Property:
 
 def run_script(cmd: str, text: str, args: Sequence[np.ndarray], timeout: float | None) -> bool:
     """Run a user script on a candidate written to a temporary folder."""
-    from .inputs import save_npz
-
     with tempfile.TemporaryDirectory(prefix="conform-reduce-") as d:
         path = Path(d) / "candidate.mlir"
         path.write_text(text)
@@ -228,9 +229,7 @@ def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
     arguments, check ops) has its checks stripped and returns the values they
     checked; the functions the entry does not reach are dropped. Returns
     ``(text, was_a_test)``."""
-    from .. import frontend
-    from .backends.base import check_ops
-    from .diff import entry_of
+    from .diff import entry_of  # loads mpmath: kept here for start-up time
 
     module = frontend.load_text(text, "<program>")[0]
     func = entry_of(module, entry)
@@ -249,8 +248,6 @@ def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
 
 
 def _size(text: str, inputs: Sequence[np.ndarray]) -> tuple[int, int, int]:
-    from .. import frontend
-
     return frontend.count_ops(text), sum(int(np.size(a)) for a in inputs), len(text)
 
 
@@ -606,16 +603,12 @@ def reduce_program(text: str, inputs: Sequence[np.ndarray] | None, backends: Seq
     least three times its first run and 2 s). An exception of a type in
     ``stop`` (an interrupt) during the search ends it like the budget does,
     with the smallest program found so far (``interrupted``)."""
-    from .. import frontend
-
     prop = prop or Property()
     t0 = time.monotonic()
     backends = list(backends)
     if prop.kind == "disagree" and len(backends) < 2:
         raise ConformError("the disagree property needs at least two backends")
     if inputs is None:
-        from .inputs import random_inputs
-
         inputs = random_inputs(frontend.load_text(text, "<program>")[0].funcs[ENTRY], seed)
     ops_before = frontend.count_ops(text)
     probe_timeout = timeout if timeout is not None else 300.0

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
-from .cases import Options, base_record
+from .cases import Options, base_record, run_file
 
 GRACE = 5.0  # seconds past the cooperative deadline before a worker is killed
 STARTUP = 30.0  # seconds a fresh worker may take to start (imports) before its first file counts
@@ -49,8 +49,6 @@ def die_with_parent(parent_pid: int | None = None) -> None:
 
 def _worker_main(conn, opts: Options, parent_pid: int | None = None) -> None:  # runs in the child
     import sys
-
-    from .cases import run_file
 
     die_with_parent(parent_pid)
     try:

@@ -790,38 +790,47 @@ def judge_test(module: Module, func, opts: Any = None, backend: Any = None) -> d
             "relaxed": [ev for ev in judged if ev["passed"]]}
 
 
-def judge_record(module: Module, func, opts: Any, rec: dict[str, Any], backend: Any = None) -> None:
-    """Update a failing (or ``result_accuracy``-carrying) test's record:
-    status by the accuracy classes, and a ``verdict`` for a failure."""
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """What the accuracy classes say of a test: its status and message, the
+    ``verdict`` of a failure, the ``accuracy`` note of a test they pass."""
+
+    status: str
+    message: str
+    verdict: dict | None = None
+    accuracy: dict | None = None
+
+
+def judge_record(module: Module, func, opts: Any, status: str, message: str,
+                 backend: Any = None) -> Judgement | None:
+    """Judge a failing (or ``result_accuracy``-carrying) test whose checks
+    gave ``status`` and ``message``: its status by the accuracy classes, and
+    a ``verdict`` for a failure. None when nothing changes."""
     if backend is None:
         backend = get_backend(getattr(opts, "backend", "numpy"))
-    was = rec.get("status")
     try:
         out = judge_test(module, func, opts, backend)
     except Exception as e:  # an oracle failure never changes the outcome
-        if was == "fail":
-            rec["verdict"] = {"verdict": NO_REFERENCE, "summary": f"{NO_REFERENCE}: {type(e).__name__}: {e}"[:300],
-                              "checks": []}
-        return
+        if status == "fail":
+            return Judgement(status, message, verdict={
+                "verdict": NO_REFERENCE, "summary": f"{NO_REFERENCE}: {type(e).__name__}: {e}"[:300], "checks": []})
+        return None
     if out["passed"]:
-        if was == "fail":
-            rec["status"] = "pass"
-            rec["accuracy"] = {
+        if status == "fail":
+            return Judgement("pass", "", accuracy={
                 "note": "passed within the ops' accuracy classes; by the checks' own tolerances: "
-                        + (rec.get("message") or "").splitlines()[0][:300],
-                "checks": out["relaxed"]}
-            rec["message"] = ""
-        return
+                        + (message or "").splitlines()[0][:300],
+                "checks": out["relaxed"]})
+        return None
     v = out["verdict"]
     if v is None:  # a failure that is not a check's (cf.assert, ...): nothing to judge
-        if was == "fail":
-            rec["verdict"] = {"verdict": NO_REFERENCE, "checks": [],
-                              "summary": f"{NO_REFERENCE}: the failure is not a value check"}
-        return
-    if was == "pass":
-        rec["status"] = "fail"
+        if status == "fail":
+            return Judgement(status, message, verdict={"verdict": NO_REFERENCE, "checks": [],
+                                                       "summary": f"{NO_REFERENCE}: the failure is not a value check"})
+        return None
+    if status == "pass":
         c = v["checks"][0]
-        rec["message"] = (f"{c['loc']}: {c['elements']}/{c['total']} elements outside the program's "
-                          f"result_accuracy ({c['accuracy']})")
-    rec["verdict"] = v
-    rec["message"] = (rec.get("message") or "").rstrip() + f"\nverdict: {v['summary']}"
+        message = (f"{c['loc']}: {c['elements']}/{c['total']} elements outside the program's "
+                   f"result_accuracy ({c['accuracy']})")
+    message = (message or "").rstrip() + f"\nverdict: {v['summary']}"
+    return Judgement("fail" if status == "pass" else status, message, verdict=v)

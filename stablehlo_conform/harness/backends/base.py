@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConformError
+from ..result import Outcome
 
 
 class BackendUnavailable(ConformError):
@@ -39,7 +40,9 @@ class Backend:
     """Runs programs. Subclasses implement :meth:`run_function`.
 
     ``run_test`` runs a self-checking test function (no arguments) and
-    returns a partial result record: ``status``, ``message``, ``checks``.
+    returns an :class:`..result.Outcome` (backends written against the older
+    interface return its fields as a dictionary: ``status``, ``message``,
+    ``checks``; :meth:`..result.Outcome.of` reads both).
     ``test_values`` returns the values a test's checks look at (the first
     operand of each check op, in program order), for comparing backends.
     """
@@ -54,7 +57,7 @@ class Backend:
     def run_function(self, module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
         raise NotImplementedError
 
-    def run_test(self, module, func, opts) -> dict[str, Any]:
+    def run_test(self, module, func, opts) -> Outcome | dict[str, Any]:
         raise NotImplementedError
 
     def test_values(self, module, func, opts) -> list[np.ndarray]:

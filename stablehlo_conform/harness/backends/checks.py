@@ -4,12 +4,16 @@ with the same check kernels as the NumPy engine."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
 from ...errors import UnsupportedOp
-from ...program import Func, Module, walk_ops
+from ...program import Func, Module, SymbolRef, walk_ops
+from ..result import Outcome, Status
+from ...engine import Engine, OpContext
+from ...kernels import check as check_kernels
+from ...kernels.custom_call import custom_call
+from ...kernels.registry import Registry, load_all
 
 
 def check_ops(func: Func) -> list:
@@ -27,11 +31,6 @@ def is_check(op) -> bool:
 def evaluate_checks(module: Module, checks: list, values: list[list[np.ndarray]]) -> list:
     """Evaluate check ops on given operand values with the check kernels of
     :mod:`stablehlo_conform.kernels.check`; returns ``(ok, message, loc)``s."""
-    from ...engine import Engine, OpContext
-    from ...kernels import check as check_kernels
-    from ...kernels.custom_call import custom_call
-    from ...kernels.registry import Registry, load_all
-
     eng = Engine(module, Registry())
     for op, vals in zip(checks, values):
         if op.name == "stablehlo.custom_call":
@@ -46,8 +45,6 @@ def evaluate_checks(module: Module, checks: list, values: list[list[np.ndarray]]
 
 def _reachable(module: Module, func: Func) -> list[Func]:
     """``func`` and every function it references (calls, symbol attributes)."""
-    from ...program import SymbolRef
-
     seen: dict[str, Func] = {}
     todo = [func]
     while todo:
@@ -63,13 +60,10 @@ def _reachable(module: Module, func: Func) -> list[Func]:
     return list(seen.values())
 
 
-def check_outcome(checks: list) -> dict[str, Any]:
+def check_outcome(checks: list) -> Outcome:
     failed = [(msg, loc) for ok, msg, loc in checks if not ok]
-    out: dict[str, Any] = {"checks": len(checks)}
     if failed:
         shown = [f"{loc}: {msg}" for msg, loc in failed[:3]]
         more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
-        out.update(status="fail", message="; ".join(shown) + more)
-    else:
-        out.update(status="pass", message="")
-    return out
+        return Outcome(Status.FAIL, len(checks), "; ".join(shown) + more)
+    return Outcome(Status.PASS, len(checks), "")

@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ... import types as T
+from ... import frontend, types as T
 from ...engine import Engine
 from ...errors import ConformError, UnsupportedOp
 from ...kernels.registry import load_all
 from ...program import Func, Module, walk_ops
 from .base import Backend, BackendError
+from ..result import Outcome
 from .checks import _reachable, check_ops, check_outcome, evaluate_checks, is_check
 from .isolated import Isolated
 from .wire import BASIC, Wire, decode, encode, replicated_attr, splice, wire_for, wrapper_text
@@ -112,8 +113,6 @@ class NativeBackend(Backend):
         """``func`` run on the backend: its values (one list), or with
         ``grid`` = (replicas, partitions) one list per process of that grid,
         process ``i`` given ``per_process[i]`` (spec.md#parallel-execution)."""
-        from ... import frontend
-
         label = self.label
         if grid is not None:
             args = per_process[0] if per_process else ()
@@ -283,7 +282,7 @@ class NativeBackend(Backend):
         _, grouped = self._test_run(module, func, opts)
         return [g[0] for g in grouped if g]
 
-    def run_test(self, module, func, opts) -> dict[str, Any]:
+    def run_test(self, module, func, opts) -> Outcome:
         if _runs_grid(func):
             return check_outcome(self._grid_engine(module, func, opts).checks)
         checks, grouped = self._test_run(module, func, opts)

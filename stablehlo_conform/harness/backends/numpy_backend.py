@@ -12,7 +12,9 @@ import numpy as np
 from ...engine import Engine, run_spmd
 from ...kernels.registry import Registry, load_all
 from .base import Backend
+from ..result import Outcome, replace
 from .checks import check_outcome
+from ...process_grid import run_spmd
 
 
 MAX_OUTPUT = 20000  # characters of printed output kept in a result
@@ -52,12 +54,10 @@ class NumpyBackend(Backend):
             return tuple(per_process[min(per_process)])
         return self.engine(module, opts).call(func_name, tuple(args))
 
-    def run_test(self, module, func, opts) -> dict[str, Any]:
+    def run_test(self, module, func, opts) -> Outcome:
         eng = self.engine(module, opts)
         printed = io.StringIO()  # interpreter.print output goes into the result
         eng.io = printed
         eng.call(func.name, ())
         out = check_outcome(eng.checks)
-        if printed.getvalue():
-            out["output"] = printed.getvalue()[:MAX_OUTPUT]
-        return out
+        return replace(out, output=printed.getvalue()[:MAX_OUTPUT]) if printed.getvalue() else out

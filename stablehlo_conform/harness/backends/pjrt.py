@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import CheckFailure, UnsupportedOp
+from ...errors import CheckFailure, ConformError, UnsupportedOp
 from . import display_name
 from .base import BackendError, BackendUnavailable
 from .native import NativeBackend
+from ... import frontend
 
 PREFIX = "pjrt:"
 # The StableHLO versions assumed for a plugin that states none: from VHLO's
@@ -366,8 +367,6 @@ class PjrtBackend(NativeBackend):
     def window(self) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
         """(minimum, current) StableHLO version the client accepts, and
         whether it stated them (else the documented default window)."""
-        from ... import frontend
-
         c = self.client()
         cur = getattr(c, "stablehlo_current_version", None)
         low = getattr(c, "stablehlo_minimum_version", None)
@@ -402,8 +401,6 @@ class PjrtBackend(NativeBackend):
         """Raise :class:`BackendUnavailable` with the plugin's own message
         unless it loads, initialises and creates its client (in the child
         that then runs the tests)."""
-        from ...errors import ConformError
-
         self.check_available()
         try:
             self.child().call("describe", timeout=timeout)
@@ -414,8 +411,6 @@ class PjrtBackend(NativeBackend):
 
     def info(self, timeout: float = 120) -> dict[str, Any]:
         """:meth:`describe` run in the child, or why the client does not load."""
-        from ...errors import ConformError
-
         try:
             self.check_available()
             return self.child().call("describe", timeout=timeout)
@@ -446,8 +441,6 @@ class PjrtBackend(NativeBackend):
             version = self.pjrt.stablehlo if self.pjrt is not None else ""
             program: str | bytes = text
             if version:
-                from ... import frontend
-
                 try:
                     program = frontend.serialize_portable_artifact(text, version)
                 except Exception as e:
@@ -546,8 +539,6 @@ class PjrtBackend(NativeBackend):
         return BackendError(f"{self.label}: compile failed: {msg[:500]}")
 
     def _version_error(self, text: str, msg: str) -> Exception:
-        from ... import frontend
-
         low, cur, _ = self.window()
         sent = self.pjrt.stablehlo if self.pjrt is not None else ""
         if sent:

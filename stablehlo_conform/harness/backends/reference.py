@@ -15,6 +15,7 @@ import numpy as np
 from .base import BackendError
 from .native import NativeBackend
 from .wire import BASIC
+from ... import frontend
 
 
 class ReferenceBackend(NativeBackend):
@@ -24,8 +25,6 @@ class ReferenceBackend(NativeBackend):
     spec = "stablehlo_conform.harness.backends.reference:ReferenceBackend"
 
     def execute(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
-        from ... import frontend
-
         try:
             return frontend.eval_reference(text, list(args))
         except Exception as e:

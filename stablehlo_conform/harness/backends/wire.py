@@ -20,6 +20,7 @@ from ... import types as T
 from ...errors import UnsupportedOp
 from ...program import Module
 from .base import BackendError
+from ...process_grid import grid_size_of
 
 BASIC = frozenset({"i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "f32", "f64"})
 _SMALL_INT = {"i2": "i8", "i4": "i8", "ui2": "ui8", "ui4": "ui8"}
@@ -148,8 +149,6 @@ def replicated_attr(module: Module) -> Any:
     makes a wrapper argument or result of some type whole on every device
     (``sdy.sharding`` on the module's first mesh with axes, else
     ``mhlo.sharding``); None for single-device programs."""
-    from ...process_grid import grid_size_of
-
     r, p = grid_size_of(module)
     if r * p == 1:
         return None
@@ -157,7 +156,6 @@ def replicated_attr(module: Module) -> Any:
     # a mesh without axes puts a value on one device: only one with axes replicates
     mesh = next((name for name, m in meshes.items() if getattr(m, "axes", ())), None)
     if mesh is not None:
-
         def sdy(t) -> str:
             dims = ", ".join(["{}"] * len(getattr(t, "shape", ())))
             return f"{{sdy.sharding = #sdy.sharding<@{mesh}, [{dims}]>}}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from ..guard import GuardError, read_input_text
+from ..stream import StreamError, check_result, read_stream
 
 
 class ReportError(ValueError):
@@ -32,9 +34,6 @@ def load_results(path: str | Path) -> dict[str, Any]:
     """A ``conform run --json`` document (``results`` list and ``backend``);
     a ``--jsonl`` stream is accepted too (a stream with a header but no end
     record is the record of a run that did not finish: ``complete`` False)."""
-    from ..guard import GuardError, read_input_text
-    from ..stream import StreamError, check_result, read_stream
-
     p = Path(path)
     try:
         text = read_input_text(p, kind="conform results file")

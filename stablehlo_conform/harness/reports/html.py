@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..gate import Baseline
+from ..triage import triage_runs
+from . import incomplete_note
 
 def dtype_sort_key(name: str) -> tuple:
     """i1, signed ints, unsigned ints, floats (by width), complex, others."""
@@ -290,8 +292,6 @@ PAGE = """<!DOCTYPE html>
 
 
 def render_html(runs: Sequence[dict], baseline: Baseline | None = None, title: str = "") -> str:
-    from . import incomplete_note
-
     data = report_data(runs, baseline, title)
     page = PAGE.format(title=html.escape(data["title"]), css=CSS, js=JS, data=_script_json(data),
                        groups=_groups_section(runs))
@@ -305,8 +305,6 @@ def render_html(runs: Sequence[dict], baseline: Baseline | None = None, title: s
 
 def _groups_section(runs: Sequence[dict]) -> str:
     """The failure groups of ``conform triage`` as a plain table (no script needed)."""
-    from ..triage import triage_runs
-
     groups = triage_runs(runs)
     if not groups:
         return ""

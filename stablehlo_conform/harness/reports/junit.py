@@ -32,7 +32,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..gate import Baseline, first_line
+from ..gate import Baseline
+from ..result import describe_failure
 from . import incomplete_note
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -45,22 +46,18 @@ def _clean(text: object) -> str:
 
 
 def _details(rec: dict) -> str:
-    where = f"{rec.get('file', '')}:{rec.get('line', '')}" if rec.get("file") else ""
-    lines = [
-        f"test: {rec['id']}",
-        f"status: {rec['status']}",
-    ]
-    if where:
-        lines.append(f"location: {where}")
-    if rec.get("backend"):
-        lines.append(f"backend: {rec['backend']}")
-    if rec.get("ops"):
-        lines.append(f"ops: {', '.join(rec['ops'])}")
-    if rec.get("dtypes"):
-        lines.append(f"element types: {', '.join(rec['dtypes'])}")
-    msg = (rec.get("message") or "").strip()
-    if msg:
-        lines += ["", msg.replace("; ", "\n")]
+    f = describe_failure(rec)
+    lines = [f"test: {f.id}", f"status: {f.status}"]
+    if f.where:
+        lines.append(f"location: {f.where}")
+    if f.backend:
+        lines.append(f"backend: {f.backend}")
+    if f.ops:
+        lines.append(f"ops: {', '.join(f.ops)}")
+    if f.dtypes:
+        lines.append(f"element types: {', '.join(f.dtypes)}")
+    if f.body:
+        lines += ["", f.body]
     return "\n".join(lines)
 
 
@@ -73,7 +70,7 @@ def testcase(rec: dict, baseline: Baseline | None = None) -> ET.Element:
     })
     status = rec["status"]
     entry = baseline.match(rec) if baseline is not None else None
-    msg = _clean(first_line(rec.get("message"), MESSAGE_LIMIT) or status)
+    msg = _clean(describe_failure(rec).headline(MESSAGE_LIMIT) or status)
     if status == "pass":
         if entry is not None:
             out = ET.SubElement(tc, "system-out")

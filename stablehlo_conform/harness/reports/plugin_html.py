@@ -32,6 +32,7 @@ from ..gate import Baseline
 from ..triage import Group, kind, normalise, triage
 from . import incomplete_note
 from .html import dtype_sort_key
+from ... import __version__ as tool_version, frontend
 
 PLUGIN_DIALECTS = ("stablehlo.", "chlo.")
 # outcome kinds, worst first; a matrix cell takes the colour of the worst it holds
@@ -425,9 +426,6 @@ def plugin_identity(doc: dict) -> dict[str, str]:
 
 def render_plugin_page(doc: dict, baseline: Baseline | None = None) -> str:
     """The whole page of one ``plugin-report`` document."""
-    from ... import __version__ as tool_version
-    from ... import frontend
-
     results = doc.get("results") or [r for run in doc.get("suites", []) for r in run["results"]]
     backend = doc["backend"]
     info = doc.get("client") or {}

@@ -6,7 +6,8 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from ..gate import GateResult, first_line
+from ..gate import GateResult
+from ..result import describe_failure
 
 MAX_LISTED = 50
 # C0 and C1 controls, DEL, and the bidi embeddings/overrides/isolates that reorder what a terminal shows
@@ -50,8 +51,8 @@ def gate_lines(g: GateResult, baseline_name: str | None = None, max_listed: int 
     out.append(f"gate {verdict} ({' '.join(parts)})")
     if g.mode != "pass-rate":
         for rec in g.regressions[:max_listed]:
-            out.append(f"  REGRESSION  {printable(rec['id'])}: {rec['status']}: "
-                       f"{printable(first_line(rec.get('message'), 200))}")
+            f = describe_failure(rec)
+            out.append(f"  REGRESSION  {printable(f.id)}: {f.status}: {printable(f.headline(200))}")
         if len(g.regressions) > max_listed:
             out.append(f"  ... {len(g.regressions) - max_listed} more regressions")
     for c in g.rate_failures:
