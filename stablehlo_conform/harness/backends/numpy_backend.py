@@ -14,7 +14,6 @@ from ...kernels.registry import Registry, load_all
 from .base import Backend
 from ..result import Outcome, replace
 from .checks import check_outcome
-from ...process_grid import run_spmd
 
 
 MAX_OUTPUT = 20000  # characters of printed output kept in a result
