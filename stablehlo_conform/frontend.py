@@ -1694,3 +1694,14 @@ def _retype(fop, block, mapping: dict[str, str]) -> None:
                     raise ValueError("a constant that is not a splat cannot change its shape")
                 o.attributes["value"] = ir.DenseElementsAttr.get_splat(t, old.get_splat_value())
             r.set_type(t)
+
+
+def load(path_or_text, split: bool = False) -> list:
+    """Parse a file path (text, bytecode or portable artifact), MLIR text or
+    bytes into program modules."""
+    if isinstance(path_or_text, bytes):
+        return [load_bytes(path_or_text)]
+    p = Path(str(path_or_text))
+    if "\n" not in str(path_or_text) and p.exists():
+        return load_file(p, split=split)
+    return load_text(str(path_or_text), split=split)

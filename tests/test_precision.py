@@ -21,7 +21,7 @@ from stablehlo_conform.harness.cases import Options, run_file
 from stablehlo_conform.harness.probe_precision import probe
 from stablehlo_conform.oracle import classes as C
 from stablehlo_conform.oracle import precision as P
-from stablehlo_conform.oracle.verdict import judge_test
+from stablehlo_conform.harness.verdict import judge_test
 from stablehlo_conform.program import walk_ops
 
 jax = pytest.importorskip("jax")

@@ -15,7 +15,7 @@ from stablehlo_conform.kernels.registry import KERNELS, Registry, load_all, regi
 from stablehlo_conform.opinfo import DEQUANTIZE, EXACT, OpInfo
 from stablehlo_conform.oracle import classes as C
 from stablehlo_conform.oracle import exact as X
-from stablehlo_conform.oracle import verdict as V
+from stablehlo_conform.harness import verdict as V
 
 NAME = "test.cube_plus_one"
 

@@ -367,7 +367,7 @@ def test_diff_names_the_wrong_backend():
 
 def test_disagreeing_checked_values_are_judged(tmp_path):
     from stablehlo_conform.harness.diff import test_values
-    from stablehlo_conform.oracle.verdict import judge_backends
+    from stablehlo_conform.harness.verdict import judge_backends
 
     (mod,) = frontend.load_text(exp_program(EXP))
     (func,) = mod.tests()

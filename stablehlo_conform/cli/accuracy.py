@@ -69,7 +69,7 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
     else the max ULP error and the share of correctly rounded results; then the run time (the
     sum of the per-cell times, and the wall time of the runs that measured them).
     """
-    from ..oracle import accuracy as A  # loads mpmath: kept here for start-up time
+    from ..harness import accuracy as A  # loads mpmath: kept here for start-up time
 
     for t in types:
         if t not in A.ALL_TYPES:

@@ -27,7 +27,7 @@ from ..compare import is_float_dtype
 from ..harness import inputs as I
 from ..harness.backends import BackendUnavailable, check_name, get_backend
 from ..harness.support import unsupported_ops
-from .. import load
+from .. import frontend
 from ..harness.bundle import diff_bundle
 
 
@@ -38,9 +38,9 @@ def _fail(message: str, code: int = 2) -> None:
 
 def _load(path: str):
     try:
-        mods = load(path)
+        mods = frontend.load(path)
     except ParseError as e:
-        from ..harness.support import describe_parse_error
+        from ..harness.support import describe_parse_error  # loads the kernels: kept here for start-up time
 
         _fail(describe_parse_error(e, Path(path).read_text(errors="replace"))[1])
     except ConformError as e:
@@ -177,7 +177,7 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
         if prof is not None:
             if backend != "numpy":
                 click.echo(f"note: --profile measures the numpy engine, not {backend}", err=True)
-            from ..harness.backends.numpy_backend import NumpyBackend
+            from ..harness.backends.numpy_backend import NumpyBackend  # the engine: kept here for start-up time
 
             nb = get_backend("numpy") if backend == "numpy" else NumpyBackend()
             eng = nb.engine(module, opts)

@@ -22,7 +22,7 @@ from ..harness.backends import BackendUnavailable, check_name, display_name, sho
 from ..harness.bundle import expected_values, write_bundle
 from ..harness.reduce import ENTRY, Property, entry_program, reduce_program
 from .eval import _entry, _fail, _load
-from .. import frontend, load
+from .. import frontend
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
@@ -124,7 +124,7 @@ def _module_of(program: str, entry: str | None):
         return _load(program), entry
     name, _, nth = entry.partition("#")
     try:
-        mods = load(program, split=True)
+        mods = frontend.load(program, split=True)
     except ConformError:
         return _load(program), name  # says why the file does not load
     having = [m for m in mods if name in m.funcs]

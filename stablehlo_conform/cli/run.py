@@ -310,7 +310,7 @@ def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
         if pjrt_options or pjrt_device is not None:
             if not backend.startswith("pjrt:"):
                 raise BackendUnavailable("--pjrt-option/--pjrt-device need a pjrt: backend")
-            from ..harness.backends.pjrt import with_options
+            from ..harness.backends.pjrt import with_options  # the engine: kept here for start-up time
 
             backend = with_options(backend, tuple(pjrt_options), pjrt_device)
         if backend != "numpy":

@@ -22,7 +22,8 @@ import numpy as np
 
 from . import linalg_identity as LI
 from ..errors import ConformError, UnsupportedOp
-from .. import evaluate, load
+from .. import frontend
+from .backends import evaluate
 
 PACKAGE = "jax._src.internal_test_util.export_back_compat_test_data"
 
@@ -116,7 +117,7 @@ def run_case(case: Case, backend: str = "numpy") -> Outcome:
     kind = case.kind
     compared = "values" if kind is None else "identity: " + LI.IDENTITIES[kind]
     try:
-        module = load(d["mlir_module_text"])[0]
+        module = frontend.load(d["mlir_module_text"])[0]
         got = [np.asarray(x) for x in evaluate(module, *inputs, backend=backend)]
     except UnsupportedOp as e:
         return Outcome(case, "unsupported", compared, str(e))

@@ -20,7 +20,7 @@ from typing import Any
 from .. import frontend
 from .. import types as T
 from ..errors import ConformError, ParseError
-from ..oracle.verdict import judge_record, needs_oracle
+from .verdict import judge_record, needs_oracle
 from ..program import Func, Module, SymbolRef, walk_ops
 from .backends import get_backend
 from .diff import compare_test
@@ -328,7 +328,7 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
 
 def judge(mod: Module, func: Func, opts: Options, r: Result, backend: Any = None) -> Result:
     """``r`` with the accuracy classes' judgement of its checks (see
-    :func:`..oracle.verdict.judge_record`)."""
+    :func:`.verdict.judge_record`)."""
     j = judge_record(mod, func, opts, r.status.value, r.message, backend)
     if j is None:
         return r

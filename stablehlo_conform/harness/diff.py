@@ -31,7 +31,7 @@ import numpy as np
 from .. import frontend, types as T
 from ..compare import DEFAULT_ULP, _float_info, compare, is_float_dtype, ulp_distance
 from ..errors import ConformError
-from ..oracle.verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends, judge_op, magnitude, needs_oracle
+from .verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends, judge_op, magnitude, needs_oracle
 from ..program import Func, Module, walk_ops
 from ..engine import Engine
 from ..kernels.registry import load_all

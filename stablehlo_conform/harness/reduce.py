@@ -45,7 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConformError, ParseError
+from ..engine import Engine
+from ..errors import ConformError, ParseError, Timeout
+from ..kernels.registry import load_all
+from ..program import walk_ops
+from .backends import get_backend
+from .backends.isolated import Isolated
 from .backends.base import check_ops
 from .inputs import random_inputs, save_npz
 from .. import frontend
@@ -64,8 +69,6 @@ class CandidateRunner:
     """What the child process runs: one program on one backend."""
 
     def run(self, backend: str, text: str, entry: str, args: list, timeout: float | None) -> tuple:
-        from .. import frontend
-        from .backends import get_backend
 
         module = frontend.load_text(text, "<candidate>")[0]
         opts = _RunOpts(timeout)
@@ -91,7 +94,6 @@ class IsolatedBackends:
     """One child process per backend running candidates (see :class:`~.backends.base.Isolated`)."""
 
     def __init__(self, backends: Sequence[str], timeout: float | None):
-        from .backends.base import Isolated
 
         self.backends = list(backends)
         self.timeout = timeout
@@ -158,8 +160,8 @@ class Property:
         difference every op's accuracy class allows (a dot at the precision
         its ``precision_config`` leaves to the backend, an error accumulated
         over ops each within its bound) is no disagreement."""
-        from .bundle import compare_outcomes
-        from .diff import judged
+        from .bundle import compare_outcomes  # bundle imports this module at its top
+        from .diff import judged  # loads mpmath: kept here for start-up time
 
         target = self.target or backends[-1]
         if self.kind == "disagree":
@@ -288,7 +290,7 @@ class _Reducer:
         """The per-op judgement of a candidate (``disagree`` only)."""
         if self.prop.kind != "disagree":
             return None
-        from .diff import judge_isolated
+        from .diff import judge_isolated  # loads mpmath: kept here for start-up time
 
         return lambda: judge_isolated(text, list(inputs), self.runners, ENTRY, self.timeout)
 
@@ -297,10 +299,6 @@ class _Reducer:
         deadline (twenty times the last kept program's run): a candidate that keeps
         the oracle busy longer (an edit made a loop endless) is rejected
         before any backend spends its timeout on it."""
-        from .. import frontend
-        from ..engine import Engine
-        from ..errors import Timeout
-        from ..kernels.registry import load_all
 
         t0 = time.monotonic()
         try:
@@ -336,10 +334,6 @@ class _Reducer:
     def record(self) -> dict[int, tuple]:
         """Values of every op of ``main`` (first execution) on the NumPy oracle."""
         if self.recorded is None:
-            from .. import frontend
-            from ..engine import Engine
-            from ..kernels.registry import load_all
-            from ..program import walk_ops
 
             module = frontend.load_text(self.text, "<reduce>")[0]
             order = {id(op): i for i, op in enumerate(walk_ops(module.funcs[ENTRY].body))}
@@ -364,7 +358,6 @@ class _Reducer:
     def attempt(self, edits: list[tuple], label: str) -> bool:
         """Apply ``edits`` to the current program; keep the candidate when it
         is smaller and the property holds."""
-        from .. import frontend
 
         if time.monotonic() > self.deadline:
             self.out_of_time = True
@@ -409,7 +402,6 @@ class _Reducer:
             else:
                 return None
         if any(e[0] == "reshape" for e in edits):
-            from .. import frontend
 
             func = frontend.load_text(text, "<reduce>")[0].funcs[ENTRY]
             fitted = []
@@ -422,7 +414,6 @@ class _Reducer:
         return out
 
     def inventory(self) -> list[dict]:
-        from .. import frontend
 
         return frontend.op_inventory(self.text, ENTRY)
 

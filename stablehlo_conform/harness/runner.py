@@ -57,7 +57,7 @@ def _worker_main(conn, opts: Options, parent_pid: int | None = None) -> None:  #
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # import the bindings now, so a file's load budget is spent on the file
-        from .. import frontend
+        from .. import frontend  # the bindings, in the worker before its first file
 
         frontend.provider_version()
     except Exception:  # loading will say what is wrong

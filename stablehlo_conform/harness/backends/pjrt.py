@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import CheckFailure, ConformError, UnsupportedOp
-from . import display_name
+from .names import display_name
 from .base import BackendError, BackendUnavailable
 from .native import NativeBackend
 from ... import frontend

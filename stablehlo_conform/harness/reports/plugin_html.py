@@ -32,7 +32,8 @@ from ..gate import Baseline
 from ..triage import Group, kind, normalise, triage
 from . import incomplete_note
 from .html import dtype_sort_key
-from ... import __version__ as tool_version, frontend
+from ... import frontend
+from ...version import __version__ as tool_version
 
 PLUGIN_DIALECTS = ("stablehlo.", "chlo.")
 # outcome kinds, worst first; a matrix cell takes the colour of the worst it holds

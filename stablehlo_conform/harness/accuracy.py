@@ -55,13 +55,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import frontend, load
+from .. import frontend
 from .. import types as T
 from ..compare import ulp_distance
-from ..harness.backends import get_backend
+from .backends import get_backend
 from ..numeric import float_from_bits, kind_of, significand_and_emin, wide
-from . import exact as X
-from .classes import EXACT_OPS, measured_bound
+from ..oracle import exact as X
+from ..oracle.classes import EXACT_OPS, measured_bound
 
 # element types measured, narrowest first
 FLOAT_TYPES = ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FN", "f8E4M3FNUZ",
@@ -233,7 +233,7 @@ def backend_name(backend) -> str:
 
 def run_on_backend(backend, op: str, type_name: str, args: Sequence[np.ndarray]) -> np.ndarray:
     """Run ``op`` on ``backend`` (a backend name or a :class:`~..harness.backends.Backend`)."""
-    (module,) = load(program_text(op, type_name, args[0].size))
+    (module,) = frontend.load(program_text(op, type_name, args[0].size))
     b = get_backend(backend) if isinstance(backend, str) else backend
     (out,) = b.run_function(module, "main", list(args), SimpleNamespace(timeout=BACKEND_SECONDS))
     return np.asarray(out).reshape(args[0].shape)
@@ -439,7 +439,7 @@ def read_jsonl(path: str) -> tuple[list[Cell], list[dict]]:
 # the report
 # --------------------------------------------------------------------------- #
 
-NOTES_FILE = Path(__file__).with_name("accuracy_notes.json")
+NOTES_FILE = Path(__file__).resolve().parents[1] / "oracle" / "accuracy_notes.json"
 NOTED_BACKEND = "numpy"  # the backend whose cells that are not correctly rounded must each have a reason
 
 # why an op has no cell on complex types (shown as n/a)
@@ -549,7 +549,7 @@ def render_markdown(cells: Sequence[Cell], meta: dict, notes: dict | None = None
              "backend rejected the program; `n/a`: the op is not defined on the type (see the notes under the",
              "table). Unary ops on 4- to 16-bit types and binary ops on 4- to 8-bit types are exhaustive",
              f"(every value or pair); other cells use {samples} seeded samples plus edge values (a tenth of",
-             "them for the slow special functions; see `stablehlo_conform/oracle/accuracy.py`). Complex",
+             "them for the slow special functions; see `stablehlo_conform/harness/accuracy.py`). Complex",
              "results are measured part by part, each part in its own ULP. Inputs whose value the spec",
              "leaves open (poles of digamma, complex infinities, ...) are not counted.", ""]
     lines += timing_text(cells, runs)

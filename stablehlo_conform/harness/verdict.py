@@ -53,12 +53,12 @@ from ..errors import ConformError
 from ..kernels import iree_check
 from ..kernels import random as rng_kernels
 from ..engine import Engine, OpContext
-from ..harness.backends import get_backend
-from ..harness.backends.checks import check_ops, is_check
-from ..harness.backends.numpy_backend import NumpyBackend
+from .backends import get_backend
+from .backends.checks import check_ops, is_check
+from .backends.numpy_backend import NumpyBackend
 from ..kernels.registry import load_all
 from ..program import Block, Module, Op, Region, walk_ops
-from . import classes as C
+from ..oracle import classes as C
 
 BACKEND_WRONG = "backend wrong"
 GOLDEN_WRONG = "golden wrong"
@@ -239,7 +239,7 @@ def rounding_ops(rec: Recorder, value: Any, profile, limit: int = 5000) -> list[
 
 
 def _exact_module():
-    from . import exact  # here: mpmath's start-up only when a reference is computed
+    from ..oracle import exact  # here: mpmath's start-up only when a reference is computed
 
     return exact
 
