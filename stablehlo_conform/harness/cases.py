@@ -27,7 +27,7 @@ from .diff import compare_test
 from .programs import filecheck, find_program_cases, format_results, generated_inputs
 from .result import Outcome, Result, Status, replace
 from .shard import in_shard
-from .support import iree_programs, load_functions, unsupported_message
+from . import support  # a module object: support imports this module at its top
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 
@@ -218,7 +218,7 @@ def enumerate_file(path: str) -> FileCases:
         try:
             mod = frontend.lower_module(frontend.parse_chunk(c), c)
         except ParseError as e:
-            mods, recs = load_functions(path, c, e)
+            mods, recs = support.load_functions(path, c, e)
             loaded.extend(mods)
             found.extend((m, f) for m in mods for f in m.tests())
             out.errors.extend(recs)
@@ -232,7 +232,7 @@ def enumerate_file(path: str) -> FileCases:
         found.extend((mod, f) for f in mod.tests())
     out.tests = [(tid, m, f) for tid, (m, f) in zip(test_ids(path, found), found)]
     out.modules = loaded
-    if iree_programs(path, "\n".join(c.text for c in chunks if c.text), loaded, out):
+    if support.iree_programs(path, "\n".join(c.text for c in chunks if c.text), loaded, out):
         return out
     if found or out.errors:
         return out
@@ -320,7 +320,8 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
                         message=f"ran on generated inputs (dynamic sizes = {size}"
                         f"{', integer tensors zero' if zeros else ''}); no expected values in the program")
     except ConformError as e:
-        r = replace(r, status=e.status, message=unsupported_message(mod, e) if e.status == "unsupported" else str(e))
+        why = support.unsupported_message(mod, e) if e.status == "unsupported" else str(e)
+        r = replace(r, status=e.status, message=why)
     except Exception as e:
         r = replace(r, status=Status.ERROR, message=f"internal error: {type(e).__name__}: {e}")
     return replace(r, duration=round(time.perf_counter() - t0, 6)).to_json()
@@ -367,7 +368,8 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
         if opts.compare:
             r = with_comparison(r, compare_test(mod, func, opts))
     except ConformError as e:
-        r = replace(r, status=e.status, message=unsupported_message(mod, e) if e.status == "unsupported" else str(e))
+        why = support.unsupported_message(mod, e) if e.status == "unsupported" else str(e)
+        r = replace(r, status=e.status, message=why)
     except Exception as e:  # a bug in the tool: keep the run going, say where
         tb = traceback.extract_tb(e.__traceback__)
         where = f" ({tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""

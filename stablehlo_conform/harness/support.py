@@ -14,7 +14,7 @@ from ..errors import ConformError, ParseError
 from ..kernels.custom_call import TARGETS
 from ..kernels.registry import load_all
 from ..program import Module, walk_ops
-from .cases import base_record, enumerate_file, test_ids
+from . import cases as testcases  # a module object: cases imports this module at its top
 from .iree_run import find_cases
 
 _OP_AT_START = re.compile(r"^\s*(?:%[^=\"]*=\s*)?([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_.]*)")
@@ -102,7 +102,7 @@ def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], l
     the error records."""
     pieces = iree_format.function_pieces(chunk.text) if chunk.text else []
     if not pieces:
-        rec = base_record(path, f"{path}::<chunk@{chunk.line}>", "", chunk.line)
+        rec = testcases.base_record(path, f"{path}::<chunk@{chunk.line}>", "", chunk.line)
         rec["status"], rec["message"] = describe_parse_error(error, chunk.text)
         return [], [rec]
     spans = {s.name: s for s in iree_format.function_spans(chunk.text)}
@@ -118,7 +118,7 @@ def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], l
             status, message = describe_parse_error(e, text)
         except Exception as e:  # bindings or lowering bug: report, go on
             status, message = "error", f"{path}:{line}: error: cannot load: {type(e).__name__}: {e}"
-        rec = base_record(path, f"{path}::{name}", name, line)
+        rec = testcases.base_record(path, f"{path}::{name}", name, line)
         rec["status"], rec["message"] = status, message
         recs.append(rec)
     return mods, recs
@@ -132,13 +132,13 @@ def iree_programs(path: str, source: str, loaded: list[Module], out) -> bool:
     try:
         cases = find_cases(path, source, loaded)
     except ConformError as e:
-        rec = base_record(path, f"{path}::<run>", "", 0)
+        rec = testcases.base_record(path, f"{path}::<run>", "", 0)
         rec["message"] = str(e)
         out.errors.append(rec)
         return True
     if not cases or (out.tests and not any(c.checks for _m, c in cases)):
         return False
-    ids = test_ids(path, [(m, c.func) for m, c in cases])
+    ids = testcases.test_ids(path, [(m, c.func) for m, c in cases])
     out.programs = [(tid, m, c) for tid, (m, c) in zip(ids, cases)]
     out.tests = []
     return True
@@ -148,7 +148,7 @@ def file_report(path: str) -> list[tuple[str, str, str]]:
     """``(where, status, detail)`` lines saying whether ``path`` will run:
     ``ok`` (with its test count), ``unsupported`` (the ops, targets and
     dialects it needs) or ``error`` (it does not parse)."""
-    cases = enumerate_file(path)
+    cases = testcases.enumerate_file(path)
     rows = []
     for rec in cases.errors:
         first = (rec["message"] or "").splitlines()[0] if rec["message"] else ""
