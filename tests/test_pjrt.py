@@ -4,7 +4,6 @@ a plugin that aborts, plugins found by name, versions, devices and options."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,8 +18,6 @@ from stablehlo_conform.harness.backends import BackendUnavailable, get_backend
 from stablehlo_conform.harness.backends.pjrt import parse_name, typed_option, with_options
 from stablehlo_conform.harness.cases import Options
 
-WHEEL = "lammps-jax-pjrt-cpu==0.11.2"
-SO_NAME = "pjrt_c_api_cpu_plugin.so"
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".." / "shared" / "stablehlo-suite"
 
@@ -61,44 +58,14 @@ ACCURACY = """func.func @exp_accuracy() {
 """
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stablehlo-conform" / WHEEL.replace("==", "-")
-
-
-def _install_plugin() -> Path | None:
-    """The plugin library: from the installed package, else installed once
-    with ``pip install --no-deps --target`` into a cache (its metadata pins
-    an older jax, so a plain install would downgrade the bindings)."""
-    spec = importlib.util.find_spec("lammps_jax_pjrt_cpu")
-    if spec is not None and spec.origin:
-        so = Path(spec.origin).parent / SO_NAME
-        if so.is_file():
-            return so
-    target = _cache_dir()
-    so = target / "lammps_jax_pjrt_cpu" / SO_NAME
-    target.parent.mkdir(parents=True, exist_ok=True)
-    import fcntl
-
-    with open(target.parent / ".lock", "w") as lock:  # xdist workers install it once
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not so.is_file():
-            tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-            try:
-                subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
-                                "--disable-pip-version-check", "--target", str(tmp), WHEEL],
-                               capture_output=True, timeout=900, check=True)
-                tmp.rename(target)
-            except (subprocess.SubprocessError, OSError):
-                return None
-    return so if so.is_file() else None
-
-
-@pytest.fixture(scope="session")
-def plugin() -> Path:
-    so = _install_plugin()
-    if so is None:
-        pytest.skip(f"{WHEEL} cannot be installed here")
+def shared_library(so: Path, c_source: str) -> Path:
+    """``c_source`` compiled into the shared library ``so`` (the test skips without a C compiler)."""
+    src = so.with_suffix(".c")
+    src.write_text(c_source)
+    try:
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.skip(f"no C compiler: {e}")
     return so
 
 
@@ -147,16 +114,11 @@ def test_aborting_plugin_is_a_usage_error_with_its_stderr(tmp_path):
     """A plugin library whose GetPjrtApi writes to stderr and aborts does not
     load: one usage error (exit 2) carrying that line and the signal, before
     any test runs, and no records."""
-    src = tmp_path / "abort_plugin.c"
-    src.write_text('#include <stdio.h>\n#include <stdlib.h>\n'
-                   'void *GetPjrtApi(void) {\n'
-                   '  fprintf(stderr, "abort_plugin: refusing to start\\n");\n'
-                   '  fflush(stderr);\n  abort();\n}\n')
-    so = tmp_path / "abort_plugin.so"
-    try:
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        pytest.skip(f"no C compiler: {e}")
+    so = shared_library(tmp_path / "abort_plugin.so",
+                        '#include <stdio.h>\n#include <stdlib.h>\n'
+                        'void *GetPjrtApi(void) {\n'
+                        '  fprintf(stderr, "abort_plugin: refusing to start\\n");\n'
+                        '  fflush(stderr);\n  abort();\n}\n')
     f = tmp_path / "three.mlir"
     f.write_text(THREE.replace("1099511627776", "8"))
     out = tmp_path / "r.json"

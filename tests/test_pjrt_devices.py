@@ -24,17 +24,9 @@ from stablehlo_conform.errors import CheckFailure
 from stablehlo_conform.harness.backends.pjrt import PjrtBackend
 from stablehlo_conform.harness.cases import Options
 
-from test_pjrt import MESH, SUITE, THREE, WHEEL, _install_plugin, _statuses, conform
+from test_pjrt import MESH, SUITE, THREE, _statuses, conform, shared_library
 
 INTERPRET = SUITE / "interpret"
-
-
-@pytest.fixture(scope="module")
-def plugin() -> Path:
-    so = _install_plugin()
-    if so is None:
-        pytest.skip(f"{WHEEL} cannot be installed here")
-    return so
 
 COLLECTIVES = ("all_gather", "all_reduce", "all_to_all", "collective_broadcast", "collective_permute",
                "collective_reduce", "partition_id", "reduce_scatter", "replica_id", "send_recv")
@@ -123,22 +115,10 @@ def test_a_plugin_that_does_not_load_is_one_usage_error_in_every_command(kind, p
         so.write_text("not a library")
         name, why = f"pjrt:{so}", "file too short"
     elif kind == "no GetPjrtApi":
-        so = tmp_path / "vendor_plugin.so"
-        src = tmp_path / "lib.c"
-        src.write_text("int vendor_version(void) { return 3; }\n")
-        try:
-            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True, capture_output=True)
-        except (OSError, subprocess.CalledProcessError) as e:
-            pytest.skip(f"no C compiler: {e}")
+        so = shared_library(tmp_path / "vendor_plugin.so", "int vendor_version(void) { return 3; }\n")
         name, why = f"pjrt:{so}", "GetPjrtApi not found"
     elif kind == "null api":
-        so = tmp_path / "vendor_plugin.so"
-        src = tmp_path / "null.c"
-        src.write_text("void *GetPjrtApi(void) { return 0; }\n")
-        try:
-            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True, capture_output=True)
-        except (OSError, subprocess.CalledProcessError) as e:
-            pytest.skip(f"no C compiler: {e}")
+        so = shared_library(tmp_path / "vendor_plugin.so", "void *GetPjrtApi(void) { return 0; }\n")
         name, why = f"pjrt:{so}", "crashed"
     else:
         env = _plugin_env(tmp_path, "vendor_gpu", FAILING_MODULE)

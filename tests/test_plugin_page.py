@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from test_pjrt import plugin  # noqa: F401  (the real CPU plugin, installed once)
 
 from stablehlo_conform import frontend
 from stablehlo_conform.cli import main
