@@ -55,6 +55,17 @@ def wait_stderr(p, marker: str, timeout: float = 240) -> list[str]:
     return seen
 
 
+def interrupt(p, sig, ready, timeout: float = 120) -> tuple[str, str]:
+    """Send ``sig`` to ``p`` once ``ready()`` has returned; its stdout and stderr (it is
+    killed afterwards whatever happened)."""
+    try:
+        ready()
+        p.send_signal(sig)
+        return p.communicate(timeout=timeout)
+    finally:
+        p.kill()
+
+
 def invoke(*args):
     """A command in this process: its result (an exception other than the
     exit is a traceback the user would see)."""
@@ -205,13 +216,11 @@ def test_report_and_triage_create_the_folders_of_their_outputs(tmp_path):
 def test_an_interrupted_fuzz_campaign_writes_what_ran_marked_incomplete(tmp_path, sig):
     out = tmp_path / "out"
     p = popen("fuzz", "--count", "100000", "--backends", "numpy,reference", "-o", out, "--no-reduce")
-    try:
+    def programs_ran():
         wait_for(lambda: out.is_dir(), what="the output folder")
-        time.sleep(4)  # programs run
-        p.send_signal(sig)
-        stdout, stderr = p.communicate(timeout=120)
-    finally:
-        p.kill()
+        time.sleep(4)
+
+    stdout, stderr = interrupt(p, sig, programs_ran)
     assert p.returncode == 128 + sig, stdout + stderr
     assert "Traceback" not in stderr and "Aborted" not in stderr
     doc = json.loads((out / "results.json").read_text())
@@ -227,12 +236,7 @@ def test_an_interrupted_accuracy_run_keeps_its_cells_and_writes_its_tables_marke
     cells = tmp_path / "cells.jsonl"
     p = popen("accuracy", "--op", "exponential", "--op", "log", "--op", "sine", "--op", "cosine", "--jsonl", cells,
               "-o", tmp_path / "t.md", "--json", tmp_path / "t.json", "--write-defaults", tmp_path / "d.json")
-    try:
-        wait_stderr(p, "inputs")  # a cell was measured
-        p.send_signal(signal.SIGTERM)
-        stdout, stderr = p.communicate(timeout=240)
-    finally:
-        p.kill()
+    stdout, stderr = interrupt(p, signal.SIGTERM, lambda: wait_stderr(p, "inputs"), timeout=240)  # a cell measured
     assert p.returncode == 143, stdout + stderr
     assert "Traceback" not in stderr
     lines = [json.loads(x) for x in cells.read_text().splitlines()]
@@ -266,13 +270,7 @@ def test_an_interrupted_plugin_report_writes_the_suites_that_ran_marked_incomple
     slow_file(second / "slow.mlir", ops=300_000)
     out = tmp_path / "out"
     p = popen("plugin-report", "xla", first, second, "-o", out, "--versions", "0", "-j", "1")
-    try:
-        wait_stderr(p, f"running {second}")
-        time.sleep(0.5)
-        p.send_signal(signal.SIGTERM)
-        stdout, stderr = p.communicate(timeout=120)
-    finally:
-        p.kill()
+    stdout, stderr = interrupt(p, signal.SIGTERM, lambda: (wait_stderr(p, f"running {second}"), time.sleep(0.5)))
     assert p.returncode == 143, stdout + stderr
     assert "run INCOMPLETE (interrupted by SIGTERM)" in stdout and "Traceback" not in stderr
     doc = json.loads((out / "report.json").read_text())
@@ -291,12 +289,7 @@ def test_an_interrupted_reduction_bundles_the_smallest_program_found_so_far(tmp_
                     + "\n  func.return %5 : tensor<4xf32>\n}\n")
     out = tmp_path / "bundle"
     p = popen("reduce", prog, "--script", "sleep 1; exit 0", "--backends", "numpy", "-o", out)
-    try:
-        wait_stderr(p, "returned")  # an edit kept
-        p.send_signal(signal.SIGINT)
-        stdout, stderr = p.communicate(timeout=120)
-    finally:
-        p.kill()
+    stdout, stderr = interrupt(p, signal.SIGINT, lambda: wait_stderr(p, "returned"))  # once an edit is kept
     assert p.returncode == 130, stdout + stderr
     assert "INCOMPLETE: interrupted by SIGINT" in stdout and "Traceback" not in stderr
     readme = (out / "README.md").read_text()
