@@ -22,7 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from ..errors import ConformError, InputError, ParseError
 from ..harness.guard import GuardError, atomic_path, prepare_outputs, write_atomic
-from .common import SECONDS, InputFile
+from .common import SECONDS, InputFile, usable_backend
 from ..compare import is_float_dtype
 from ..harness import inputs as I
 from ..harness.backends import BackendUnavailable, check_name, get_backend
@@ -256,13 +256,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
         _fail("--backends needs at least two backends")
     _outputs({"--json": json_path}, folders={"--repro-dir": repro_dir})
     for n in names:
-        try:
-            check_name(n)
-            check = getattr(get_backend(n), "check_available", None)
-            if check is not None:
-                check()
-        except BackendUnavailable as e:
-            _fail(str(e))
+        usable_backend(n, "--backends")
     module = _load(program)
     func = _entry(module, entry)
     args = _inputs(func, inputs_path, True, seed)

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import click
-from ..harness.backends import BackendUnavailable, check_name, get_backend
+from ..harness.backends import get_backend
+from .common import usable_backend
 
 
 @click.command("probe-precision")
@@ -34,14 +35,7 @@ def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
     from ..oracle import classes as C  # loads mpmath: kept here for start-up time
     from ..oracle.precision import DEFAULT_LEVELS  # loads mpmath: kept here for start-up time
 
-    try:
-        check_name(backend)
-        b = get_backend(backend)
-        check = getattr(b, "check_available", None)
-        if check is not None:
-            check()
-    except BackendUnavailable as e:
-        raise click.UsageError(str(e)) from None
+    b = get_backend(usable_backend(backend, "BACKEND"))
     levels: dict[str, str] = {}
     source = "default (" + ", ".join(f"{k}={v}" for k, v in DEFAULT_LEVELS.items()) + ")"
     if accuracy_profile:
