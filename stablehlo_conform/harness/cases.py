@@ -27,6 +27,7 @@ from .diff import compare_test
 from .programs import filecheck, find_program_cases, format_results, generated_inputs
 from .result import Outcome, Result, Status, replace
 from .shard import in_shard
+from .guard import file_kind
 from . import support  # a module object: support imports this module at its top
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
@@ -205,7 +206,7 @@ def enumerate_file(path: str) -> FileCases:
     try:
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):  # a FIFO or a device would block or never end
-            raise OSError(f"not a regular file ({_file_kind(mode)})")
+            raise OSError(f"not a regular file ({file_kind(mode, 'a special file')})")
         chunks = frontend.read_chunks(path)
     except OSError as e:
         rec = base_record(path, f"{path}::<file>", "", 0)
@@ -248,14 +249,6 @@ def enumerate_file(path: str) -> FileCases:
             "program taking arguments" if loaded else "the file is empty or holds only comments"))
         out.errors.append(rec)
     return out
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
-        if test(mode):
-            return name
-    return "a special file"
 
 
 def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:

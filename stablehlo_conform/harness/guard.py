@@ -51,13 +51,13 @@ def max_input_bytes() -> int:
     return int(mib * 2**20) if mib > 0 else DEFAULT_MAX_INPUT_MIB * 2**20
 
 
-def file_kind(mode: int) -> str:
-    """What a ``stat`` mode names, in words."""
+def file_kind(mode: int, other: str = "not a regular file") -> str:
+    """What a ``stat`` mode names, in words (``other`` for a kind not listed)."""
     for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
         if test(mode):
             return name
-    return "not a regular file"
+    return other
 
 
 def _size_text(n: int) -> str:
