@@ -27,8 +27,9 @@ from .errors import ConformError, KernelError, ResourceError, Timeout, Unsupport
 from .kernels.quantized import dequantize_op_quantize, passes_storage
 from .kernels._blas_threads import one_blas_thread
 from .kernels.context import OpContext
+from .kernels.control_flow import while_ as _while_kernel
 from .kernels.registry import Registry, load_all
-from .opinfo import LOADED_CONSTANTS, OPS
+from .opinfo import LOADED_CONSTANTS, OPS, FastPath
 from .process_grid import ProcessGrid, ProcessId, ProcessInfo, child_engine, grid_size_of
 from .program import Block, Func, Module, Op, Region, walk_ops
 
@@ -174,7 +175,7 @@ class Engine:
             cache = block._generated = (registry, {})
         make = cache[1].get(lanes)
         if make is None:
-            make = cache[1][lanes] = _generate(region, index, steps, lanes)
+            make = cache[1][lanes] = _generate(region, index, steps, lanes, registry, self._steps)
         run = make(self)
         self._runners[id(block), lanes] = (block, run)
         return run
@@ -395,28 +396,13 @@ OPS_PER_STEPWISE_RUN = 64
 _SLOT_READERS = frozenset({"cf.cond_br", "cf.switch"})
 
 
-def _escaping(region: Region, index: int) -> set[int]:
-    """Values of block ``index`` that something other than the block's own
-    ops reads from the slot dictionary: ops of nested regions, of the
-    region's other blocks, ``cf.cond_br`` and ``cf.switch``."""
-    block = region.blocks[index]
-    defined = set(block.args)
-    for op in block.ops:
-        defined.update(op.results)
-    own = {id(op) for op in block.ops}
-    used: set[int] = set()
-    for op in walk_ops(region):
-        if id(op) not in own or op.name in _SLOT_READERS:
-            used.update(op.operands)
-    return defined & used
-
-
-def _generate(region: Region, index: int, steps: tuple, lanes: bool) -> Callable:
+def _generate(region: Region, index: int, steps: tuple, lanes: bool, registry: Registry,
+              steps_of: Callable[[Block], tuple]) -> Callable:
     """One function running block ``index`` of ``region``, generated and compiled.
 
     It does what :meth:`Engine._run_ops` does for these ``steps`` (folding
     on, no trace) with all that is known before running resolved: values
-    read and written only by the block's own ops are local variables (the
+    read and written only by the generated code are local variables (the
     others go through the slot dictionary), results of folded ops are
     constants, each kernel is called directly with its context, and its
     results are checked against the declared types inline (the full check of
@@ -424,109 +410,348 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool) -> Callable
     engine's deadline, memory budget and profile are read when the function
     starts. Returns ``make(engine) -> run(env, args)``; ``run`` returns
     ``(-1, results)`` at a return and ``(block, args)`` at a branch.
+
+    Without lanes, two more things (see :class:`_Plan`): an op whose kernel
+    declares a fast path (:class:`~stablehlo_conform.opinfo.FastPath`) for
+    its types calls that instead of the kernel (no context, no dispatch, no
+    result check: the fast path returns what the kernel returns), and a
+    ``stablehlo.while`` whose condition and body are single blocks runs as a
+    Python loop over their ops in this same function (its kernel calls the
+    regions through :meth:`Engine.run_region` at every iteration).
     """
-    block = region.blocks[index]
-    slots = _escaping(region, index)
-    ns: dict[str, Any] = {"nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic,
-                          "_clock": time.perf_counter, "_late": _late, "_unsupported": _unsupported,
-                          "_run_kernel": _run_kernel}
-    consts: set[int] = set()
-    make: list[str] = []
-    code: list[str] = []
-    located: dict[int, tuple[Op, int]] = {}
+    plan = _Plan(region, index, steps, lanes, registry, steps_of)
+    return plan.compile()
 
-    def ref(v: int) -> str:
-        if v in consts:
+
+# the built-in while kernel, which an inlined loop stands for
+_WHILE = "stablehlo.while"
+
+
+class _Plan:
+    """What :func:`_generate` emits, and the emitting.
+
+    Values: ``v<id>`` locals for values defined in the generated code (the
+    block's arguments, results of its ops and of the ops of inlined loops),
+    ``F<id>`` constants for folded results, ``env[<id>]`` otherwise; a local
+    read by anything outside the generated code (ops of nested regions run
+    by their kernels, other blocks, ``cf.cond_br`` / ``cf.switch``) is also
+    written to the slot dictionary.
+
+    Fast paths add three kinds of value: a rank-0 result of a fast path or a
+    rank-0 argument of an inlined block may be a NumPy scalar (``_A``
+    makes it a 0-d array wherever a kernel, the slot dictionary or the
+    caller reads it); a broadcast declared ``view`` stays a read-only view
+    where every reader takes ``views`` (else its kernel runs); and an
+    element-wise ufunc writes its result (``out=``) into an operand of its
+    type and shape whose buffer it owns: the result of another ufunc of the
+    same block, read only by ufuncs of that block, this op the last.
+    """
+
+    def __init__(self, region, index, steps, lanes, registry, steps_of):
+        self.region = region
+        self.block = region.blocks[index]
+        self.steps = steps
+        self.lanes = lanes
+        self.registry = registry
+        self.steps_of = steps_of
+        self.loops: dict[int, tuple] = {}  # id(while op) -> (cond steps, body steps)
+        self.own: set[int] = set()  # ids of the ops the generated code runs itself
+        self.defined: set[int] = set(self.block.args)
+        self.fast: dict[int, FastPath] = {}  # id(op) -> its fast path
+        self.scalar: set[int] = set()  # values that may be NumPy scalars
+        self._inline(self.block, steps)
+        self.slots = self._slots()
+        self._choose_fast()
+        self.reuse = self._reuse()
+
+    # planning ---------------------------------------------------------
+    def _inline(self, block: Block, steps: tuple) -> None:
+        """Mark the ops of ``block`` as run by the generated code, and find its loops to inline."""
+        for op, kind, name, fn, operands, results, quant, fold in steps:
+            self.own.add(id(op))
+            self.defined.update(results)
+            if not self.lanes and kind == _KERNEL and name == _WHILE and fn is _while_kernel and quant is False:
+                inner = self._loop_steps(op)
+                if inner is not None:
+                    self.loops[id(op)] = inner
+                    for b, s in zip((r.blocks[0] for r in op.regions), inner):
+                        self.defined.update(b.args)
+                        self.scalar.update(v for v, ty in zip(b.args, b.arg_types) if _rank0(ty))
+                        self._inline(b, s)
+                    self.scalar.update(v for v, ty in zip(results, op.result_types) if _rank0(ty))
+
+    def _loop_steps(self, op: Op) -> tuple | None:
+        """The steps of a while's condition and body when the loop can run inline: single
+        blocks ending in a return, every op with a kernel, folded results computed."""
+        if len(op.regions) != 2 or any(len(r.blocks) != 1 for r in op.regions):
+            return None
+        out = []
+        for r in op.regions:
+            steps = self.steps_of(r.blocks[0])
+            if not steps or steps[-1][1] != _RETURN:
+                return None
+            for o, kind, name, fn, operands, results, quant, fold in steps[:-1]:
+                if kind not in (_KERNEL, _CALL) or (kind == _KERNEL and fn is None):
+                    return None
+                if fold and _folded_results(o, self.registry) is None:
+                    return None
+            out.append(steps)
+        if len(out[0][-1][4]) != 1 or len(out[1][-1][4]) != len(op.operands):
+            return None
+        return tuple(out)
+
+    def _slots(self) -> set[int]:
+        """Values of the generated code that something else reads from the slot dictionary."""
+        used: set[int] = set()
+        for op in walk_ops(self.region):
+            if id(op) not in self.own or op.name in _SLOT_READERS:
+                used.update(op.operands)
+        return self.defined & used
+
+    def _all_steps(self):
+        """(block, position, step) of every step the generated code runs, in order."""
+        def walk(block, steps):
+            for pos, step in enumerate(steps):
+                yield block, pos, step
+                inner = self.loops.get(id(step[0]))
+                if inner is not None:
+                    for r, s in zip(step[0].regions, inner):
+                        yield from walk(r.blocks[0], s)
+        return walk(self.block, self.steps)
+
+    def _choose_fast(self) -> None:
+        if self.lanes:
+            return
+        readers: dict[int, list] = {}
+        for block, pos, (op, kind, name, fn, operands, results, quant, fold) in self._all_steps():
+            for v in operands:
+                readers.setdefault(v, []).append(op)
+            if kind != _KERNEL or fn is None or fold or quant is not False or id(op) in self.loops:
+                continue
+            info = self.registry.info(name)
+            factory = info.fast if info is not None and info.kernel is fn else None
+            if factory is None:
+                continue
+            try:
+                fp = factory(op)
+            except Exception:  # the kernel reports what the fast path would not take
+                fp = None
+            if fp is not None:
+                self.fast[id(op)] = fp
+        # a view stays a view only where every reader takes views
+        for _, _, (op, *_rest) in list(self._all_steps()):
+            fp = self.fast.get(id(op))
+            if fp is None or not fp.view:
+                continue
+            (r,) = op.results
+            if r in self.slots or not all(
+                    (g := self.fast.get(id(o))) is not None and g.views for o in readers.get(r, ())):
+                del self.fast[id(op)]
+        self.readers = readers
+        for _, _, (op, *_rest) in self._all_steps():
+            if id(op) in self.fast and _rank0(op.result_types[0]):
+                self.scalar.add(op.results[0])
+
+    def _reuse(self) -> dict[int, int]:
+        """id(op) -> the operand whose buffer the op's ufunc writes its result into."""
+        out: dict[int, int] = {}
+        if self.lanes:
+            return out
+        owner: dict[int, tuple] = {}  # value -> (block, position) of the ufunc defining it
+        last: dict[int, tuple] = {}  # value -> (block, position) of its last reader
+        for block, pos, (op, *_rest) in self._all_steps():
+            for v in op.operands:
+                last[v] = (id(block), pos)
+            fp = self.fast.get(id(op))
+            if fp is not None and fp.out and not _rank0(op.result_types[0]):
+                owner[op.results[0]] = (id(block), pos)
+        taken: set[int] = set()
+        for block, pos, (op, *_rest) in self._all_steps():
+            fp = self.fast.get(id(op))
+            if fp is None or not fp.out or _rank0(op.result_types[0]):
+                continue
+            ty = op.result_types[0]
+            for v, vty in zip(op.operands, op.operand_types):
+                if (v in taken or v in self.slots or owner.get(v, (None,))[0] != id(block)
+                        or last.get(v) != (id(block), pos) or vty != ty):
+                    continue
+                if all((g := self.fast.get(id(o))) is not None and g.out for o in self.readers[v]):
+                    out[id(op)] = v
+                    taken.add(v)
+                    break
+        return out
+
+    # emitting ---------------------------------------------------------
+    def compile(self) -> Callable:
+        self.ns: dict[str, Any] = {
+            "nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic, "_clock": time.perf_counter,
+            "_late": _late, "_unsupported": _unsupported, "_run_kernel": _run_kernel, "_A": np.asarray,
+            "_ignore": np.errstate}
+        self.consts: set[int] = set()
+        self.make: list[str] = []
+        self.located: dict[int, tuple[Op, int]] = {}
+        self.n = 0
+        code: list[str] = []
+        block = self.block
+        if block.args:
+            code.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
+            code.extend(f"env[{v}] = v{v}" for v in block.args if v in self.slots)
+        self._emit(self.steps, code, "top")
+        located = self.located
+
+        def fail(i: int, e: Exception) -> None:
+            if i in located:
+                _locate(*located[i], e)
+
+        self.ns["_fail"] = fail
+        if self.fast:  # ufuncs compute as the kernels do, which ignore floating-point errors
+            code = ['with _ignore(all="ignore"):'] + [f"    {line}" for line in code]
+        src = "\n".join(
+            ["def make(eng):"] + [f"    {line}" for line in self.make]
+            + ["    def run(env, args):", "        _i = -1",
+               "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile", "        try:"]
+            + [f"            {line}" for line in code]
+            + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
+               "    return run"])
+        exec(compile(src, f"<block {block.ops[0].loc if block.ops else '?'}>", "exec"), self.ns)
+        return self.ns["make"]
+
+    def ref(self, v: int, raw: bool = False) -> str:
+        """The expression of value ``v``; ``raw``: for a fast path (a NumPy scalar may stay one)."""
+        if v in self.consts:
             return f"F{v}"
-        return f"v{v}" if v in defined else f"env[{v}]"
+        if v not in self.defined:
+            return f"env[{v}]"
+        return f"v{v}" if raw or v not in self.scalar else f"_A(v{v})"
 
-    def refs(vs) -> str:
-        return "".join(ref(v) + ", " for v in vs)
+    def refs(self, vs, raw: bool = False) -> str:
+        return "".join(self.ref(v, raw) + ", " for v in vs)
 
-    def bind(vs, expr: str) -> None:
+    def store(self, vs, code: list[str]) -> None:
+        """Write the values of ``vs`` read from the slot dictionary there."""
+        code.extend(f"env[{v}] = {self.ref(v)}" for v in vs if v in self.slots)
+
+    def bind(self, vs, expr: str, code: list[str]) -> None:
         if len(vs) == 1:
             (v,) = vs
-            code.append(f"{f'env[{v}] = ' if v in slots else ''}v{v} = {expr}[0]")
-            return
-        code.append(f"{', '.join(f'v{v}' for v in vs)}, = {expr}")
-        code.extend(f"env[{v}] = v{v}" for v in vs if v in slots)
-
-    defined = set(block.args)
-    if block.args:
-        code.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
-        code.extend(f"env[{v}] = v{v}" for v in block.args if v in slots)
-    for i, (op, kind, name, fn, operands, results, quant, foldable) in enumerate(steps):
-        ns[f"o{i}"] = op
-        code.append(f"if deadline is not None and _mono() > deadline: _late(o{i})")
-        if kind == _RETURN:
-            code.append(f"return -1, ({refs(operands)})")
-            break
-        if kind == _BR:
-            code.append(f"return {op.successors[0]}, ({refs(operands)})")
-            break
-        if kind in (_COND_BR, _SWITCH):
-            located[i] = (op, kind)
-            code += [f"_i = {i}", f"_, s, a = eng.{'_cond_br' if kind == _COND_BR else '_switch'}(o{i}, env)",
-                     "return s, a"]
-            break
-        if kind == _CALL:
-            located[i] = (op, kind)
-            code += [f"_i = {i}", f"r = eng.call({op.attrs['callee'].name!r}, [{refs(operands)}], lanes={lanes})"]
-            defined.update(results)
-            bind(results, "r")
-            continue
-        if fn is None:
-            code.append(f"_unsupported(o{i})")
-            break
-        if _result_bytes(op) > 0:
-            code.append(f"if max_bytes is not None and {_result_bytes(op)} > max_bytes: eng._guard_memory(o{i})")
-        if foldable:
-            code.append(f"if prof is not None: prof.setdefault({name!r}, [0, 0.0])[0] += 1")
-            for v, value in zip(results, op._folded[1]):
-                ns[f"F{v}"] = value
-                consts.add(v)
-                if v in slots:
-                    code.append(f"env[{v}] = F{v}")
-            continue
-        located[i] = (op, _KERNEL)
-        ns[f"k{i}"] = fn
-        make.append(f"c{i} = Ctx(o{i}, eng)")
-        code += [f"_i = {i}", "t0 = 0.0 if prof is None else _clock()"]
-        if quant is False or (quant and getattr(fn, "quantization_aware", False)):
-            code.append(f"r = k{i}(c{i}, {refs(operands)})")
+            code.append(f"v{v} = {expr}[0]")
         else:
-            code.append(f"r = _run_kernel(eng, o{i}, k{i}, c{i}, {quant}, [{refs(operands)}])")
-        code += ["if prof is not None:", f"    p = prof.setdefault({name!r}, [0, 0.0])", "    p[0] += 1",
-                 "    p[1] += _clock() - t0"]
+            code.append(f"{', '.join(f'v{v}' for v in vs)}, = {expr}")
+        self.store(vs, code)
+
+    def _emit(self, steps: tuple, code: list[str], mode: str, carry: tuple = ()) -> None:
+        """Code for ``steps``; at the terminator: ``top`` returns or branches, ``cond`` leaves
+        the loop when false, ``body`` assigns ``carry`` (the condition's arguments)."""
+        lanes = self.lanes
+        for op, kind, name, fn, operands, results, quant, foldable in steps:
+            i = self.n
+            self.n += 1
+            self.ns[f"o{i}"] = op
+            code.append(f"if deadline is not None and _mono() > deadline: _late(o{i})")
+            if kind == _RETURN:
+                if mode == "cond":
+                    code += [f"if not {self.ref(operands[0], raw=True)}:", "    break"]
+                elif mode == "body":
+                    _assign(carry, self.refs(operands, raw=True), code)
+                    self.store(carry, code)
+                else:
+                    code.append(f"return -1, ({self.refs(operands)})")
+                break
+            if kind == _BR:
+                code.append(f"return {op.successors[0]}, ({self.refs(operands)})")
+                break
+            if kind in (_COND_BR, _SWITCH):
+                self.located[i] = (op, kind)
+                code += [f"_i = {i}",
+                         f"_, s, a = eng.{'_cond_br' if kind == _COND_BR else '_switch'}(o{i}, env)",
+                         "return s, a"]
+                break
+            if kind == _CALL:
+                self.located[i] = (op, kind)
+                code += [f"_i = {i}",
+                         f"r = eng.call({op.attrs['callee'].name!r}, [{self.refs(operands)}], lanes={lanes})"]
+                self.bind(results, "r", code)
+                continue
+            if fn is None:
+                code.append(f"_unsupported(o{i})")
+                break
+            if _result_bytes(op) > 0:
+                code.append(f"if max_bytes is not None and {_result_bytes(op)} > max_bytes: eng._guard_memory(o{i})")
+            if foldable:
+                code.append(f"if prof is not None: prof.setdefault({name!r}, [0, 0.0])[0] += 1")
+                for v, value in zip(results, op._folded[1]):
+                    self.ns[f"F{v}"] = value
+                    self.consts.add(v)
+                    if v in self.slots:
+                        code.append(f"env[{v}] = F{v}")
+                continue
+            self.located[i] = (op, _KERNEL)
+            loop = self.loops.get(id(op))
+            t = f"t{i}" if loop is not None else "t0"  # the loop's own ops time themselves
+            code += [f"_i = {i}", f"{t} = 0.0 if prof is None else _clock()"]
+            fp = self.fast.get(id(op))
+            if loop is not None:
+                self._emit_loop(op, loop, code)
+            elif fp is not None:
+                self.ns[f"X{i}"] = fp.call
+                into = self.reuse.get(id(op))
+                args = self.refs(operands, raw=True) + (f"out=v{into}" if into is not None else "")
+                code.append(f"v{results[0]} = X{i}({args})")
+                self.store(results, code)
+            else:
+                self._emit_kernel(i, op, fn, operands, results, quant, code)
+            code += ["if prof is not None:", f"    p = prof.setdefault({name!r}, [0, 0.0])", "    p[0] += 1",
+                     f"    p[1] += _clock() - {t}"]
+        else:
+            if mode == "top":
+                code.append("return -1, ()")
+
+    def _emit_kernel(self, i, op, fn, operands, results, quant, code) -> None:
+        lanes = self.lanes
+        self.ns[f"k{i}"] = fn
+        self.make.append(f"c{i} = Ctx(o{i}, eng)")
+        if quant is False or (quant and getattr(fn, "quantization_aware", False)):
+            code.append(f"r = k{i}(c{i}, {self.refs(operands)})")
+        else:
+            code.append(f"r = _run_kernel(eng, o{i}, k{i}, c{i}, {quant}, [{self.refs(operands)}])")
         checks = [f"r.__class__ is tuple and len(r) == {len(results)}"]
         for j, (dt, shape) in enumerate(_expectations(op)):
             if dt is None:
                 checks = ["False"]
                 break
-            ns[f"D{i}_{j}"], ns[f"S{i}_{j}"] = dt, shape
+            self.ns[f"D{i}_{j}"], self.ns[f"S{i}_{j}"] = dt, shape
             checks.append(f"(x := r[{j}]).__class__ is nd and (x.dtype is D{i}_{j} or x.dtype == D{i}_{j})"
                           + ("" if lanes else f" and x.shape == S{i}_{j}"))
         code.append(f"if not ({' and '.join(checks)}): r = eng._validate(o{i}, r, {lanes})")
-        defined.update(results)
         if results:
-            bind(results, "r")
-    else:
-        code.append("return -1, ()")
+            self.bind(results, "r", code)
 
-    def fail(i: int, e: Exception) -> None:
-        if i in located:
-            _locate(*located[i], e)
+    def _emit_loop(self, op: Op, loop: tuple, code: list[str]) -> None:
+        """``stablehlo.while`` (spec.md#while) as a Python loop: the condition's arguments
+        carry the values from one iteration to the next."""
+        (cond, body) = (r.blocks[0] for r in op.regions)
+        carry = tuple(cond.args)
+        _assign(carry, self.refs(op.operands, raw=True), code)
+        self.store(carry, code)
+        code.append("while True:")
+        inner: list[str] = []
+        self._emit(loop[0], inner, "cond")
+        _assign(body.args, "".join(f"v{v}, " for v in carry), inner)
+        self.store(body.args, inner)
+        self._emit(loop[1], inner, "body", carry)
+        code.extend(f"    {line}" for line in inner)
+        _assign(op.results, "".join(f"v{v}, " for v in carry), code)
+        self.store(op.results, code)
 
-    ns["_fail"] = fail
-    src = "\n".join(
-        ["def make(eng):"] + [f"    {line}" for line in make]
-        + ["    def run(env, args):", "        _i = -1",
-           "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile", "        try:"]
-        + [f"            {line}" for line in code]
-        + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
-           "    return run"])
-    exec(compile(src, f"<block {block.ops[0].loc if block.ops else '?'}>", "exec"), ns)
-    return ns["make"]
+
+def _assign(targets, exprs: str, code: list[str]) -> None:
+    """``v<t>, ... = exprs`` (nothing for no targets)."""
+    if targets:
+        code.append(f"{''.join(f'v{v}, ' for v in targets)}= {exprs}")
+
+
+def _rank0(ty) -> bool:
+    return isinstance(ty, T.TensorType) and ty.is_static and len(ty.shape) == 0
 
 
 def _late(op: Op) -> None:

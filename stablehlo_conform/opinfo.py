@@ -22,8 +22,28 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 Kernel = Callable[..., tuple]
+
+
+class FastPath(NamedTuple):
+    """A kernel's shortcut for one op of static, non-quantized types (declared as the op's
+    ``fast`` fact: ``fast(op) -> FastPath | None``), called by the engine's generated blocks
+    in place of the kernel.
+
+    ``call(*operands)`` returns the op's one result, bit for bit what the kernel returns: an
+    ndarray of the declared type, or for a rank-0 result possibly a NumPy scalar; operands of
+    rank 0 may be NumPy scalars too. ``views``: operands may be any strided arrays, read-only
+    broadcast views included. ``out``: ``call`` is an element-wise ufunc that takes ``out=``
+    (an array of the result's type and shape, which may be one of its operands) and returns a
+    new array otherwise. ``view``: the result may be a read-only view of an operand (the
+    engine copies it unless every reader takes ``views``)."""
+
+    call: Callable[..., Any]
+    views: bool = False
+    out: bool = False
+    view: bool = False
 
 # accuracy classes of a float result (spec.md leaves the accuracy of most float ops to the
 # implementation; see oracle/classes.py)
@@ -56,6 +76,7 @@ class OpInfo:
     selects: bool = False  # as a reduction body, selects one of its operands (exact)
     exact: Callable | str | None = None
     ulps: float | None = None  # default ULP bound where ulp_defaults.json has no row
+    fast: Callable[[Any], FastPath | None] | None = None  # the kernel's fast path (see FastPath)
 
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(OpInfo) if f.name != "name"}
@@ -84,11 +105,12 @@ class Registry:
 
     # declaring -----------------------------------------------------------
     def register(self, name: str, fn: Kernel, replace: bool = False) -> None:
-        """Make ``fn`` the kernel of ``name``."""
+        """Make ``fn`` the kernel of ``name`` (a replaced kernel's fast path goes with it)."""
         cur = self._table.get(name)
         if cur is not None and cur.kernel is not None and not replace:
             raise ValueError(f"kernel for {name} registered twice")
-        self._table[name] = dataclasses.replace(cur, kernel=fn) if cur is not None else OpInfo(name, kernel=fn)
+        self._table[name] = (dataclasses.replace(cur, kernel=fn, fast=None if cur.kernel is not None else cur.fast)
+                             if cur is not None else OpInfo(name, kernel=fn))
 
     def declare(self, name: str, **facts) -> None:
         """Add facts (fields of :class:`OpInfo` but the kernel) to ``name``."""
@@ -132,7 +154,8 @@ class Registry:
         base = self._parent.info(name)
         if here is None or base is None:
             return here or base
-        return dataclasses.replace(base, kernel=here.kernel)
+        # an overriding kernel comes without the fast path of the one it replaces
+        return dataclasses.replace(base, kernel=here.kernel, fast=here.fast)
 
     def lookup(self, name: str) -> Kernel | None:
         here = self._table.get(name)

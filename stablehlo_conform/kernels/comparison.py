@@ -15,8 +15,13 @@ import numpy as np
 
 from .. import types as T
 from ..numeric import bits_of, float_bits, kind_of, native_float_pair, wide
+from ..opinfo import FastPath
+from . import _fast
 from .elementwise import _element, dequantize
 from .registry import kernel
+
+_UFUNCS = {"EQ": np.equal, "NE": np.not_equal, "GE": np.greater_equal, "GT": np.greater,
+           "LE": np.less_equal, "LT": np.less}
 
 DIRECTIONS = ("EQ", "NE", "GE", "GT", "LE", "LT")
 
@@ -86,7 +91,22 @@ def compare_values(a, b, direction: str, ctype: str | None) -> np.ndarray:
     return _apply_direction(a, b, direction)
 
 
-@kernel("stablehlo.compare")
+def _fast_compare(op):
+    """``compare`` of two operands of one NumPy float type (FLOAT or default comparison) or
+    of one integer type of 8 bits or more: the direction's ufunc, as :func:`compare_values`
+    computes it."""
+    types = _fast.plain_types(op)
+    if types is None or types[0][0] != types[0][1]:
+        return None
+    family = _fast.native_family(types[0][0])
+    ctype = enum_value(op.attrs.get("compare_type"))
+    if family is None or (family == "float" and ctype not in (None, "FLOAT")):
+        return None
+    uf = _UFUNCS.get(enum_value(op.attrs.get("comparison_direction")))
+    return None if uf is None else FastPath(uf, views=True, out=True)
+
+
+@kernel("stablehlo.compare", fast=_fast_compare)
 def compare(op, lhs, rhs):
     direction = enum_value(op.attr("comparison_direction"))
     ctype = enum_value(op.attr("compare_type"))

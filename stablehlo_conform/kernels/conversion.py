@@ -56,6 +56,8 @@ from ..numeric import (
     to_i64,
     wrap_i64,
 )
+from ..opinfo import FastPath
+from . import _fast
 from .elementwise import _element, apply
 from .registry import kernel
 
@@ -210,7 +212,28 @@ def _float_to_float(x: np.ndarray, dt) -> np.ndarray:
         return round_to(x.astype(F32).astype(F64), dt) if dt.kind == "V" else x.astype(F32).astype(dt)
 
 
-@kernel("stablehlo.convert", "mhlo.convert")
+def _convert_dt(dt, x):
+    return convert_values(x, dt)
+
+
+_fast_convert_values = _fast.elementwise(_convert_dt)
+
+
+def _fast_convert(op):
+    """``convert`` of plain types: the operand itself to its own type (the kernel copies it),
+    ``astype`` between integer types of 8 bits or more, else :func:`convert_values` directly."""
+    types = _fast.plain_types(op)
+    if types is None:
+        return None
+    (src,), dt, _ = types
+    if src == dt:
+        return FastPath(lambda x: x)
+    if _fast.native_family(src) == _fast.native_family(dt) == "int":
+        return FastPath(lambda x: x.astype(dt))
+    return _fast_convert_values(op)
+
+
+@kernel("stablehlo.convert", "mhlo.convert", fast=_fast_convert)
 def convert(op, x):
     """See spec.md#convert."""
     return apply(op, lambda dt, v: convert_values(v, dt), (x,))

@@ -58,6 +58,8 @@ from ..numeric import (
     wide,
     wrap_i64,
 )
+from . import _fast
+from ..opinfo import FastPath
 from .quantized import dequantize, quantize
 from .registry import kernel
 
@@ -108,27 +110,31 @@ def _apply(op, fn, args):
     return (out(fn(dt, *vals), dt),)
 
 
-def unary(*names):
+def unary(*names, native: dict | None = None):
+    """Register ``fn(dt, x)`` as the kernel of ``names`` (through :func:`apply`), with its
+    fast path (:func:`._fast.elementwise`: ``native`` maps ``"float"``/``"int"`` to the NumPy
+    ufunc ``fn`` computes on operands of those types)."""
     def deco(fn):
         def k(op, x):
             return apply(op, fn, (x,))
 
         k.__name__ = fn.__name__
         k.__doc__ = fn.__doc__
-        kernel(*names)(k)
+        kernel(*names, fast=_fast.elementwise(fn, native))(k)
         return fn
 
     return deco
 
 
-def binary(*names):
+def binary(*names, native: dict | None = None):
+    """As :func:`unary`, for ``fn(dt, a, b)``."""
     def deco(fn):
         def k(op, a, b):
             return apply(op, fn, (a, b))
 
         k.__name__ = fn.__name__
         k.__doc__ = fn.__doc__
-        kernel(*names)(k)
+        kernel(*names, fast=_fast.elementwise(fn, native))(k)
         return fn
 
     return deco
@@ -232,7 +238,7 @@ def _kind(x) -> str:
 # arithmetic
 # --------------------------------------------------------------------------- #
 
-@unary("stablehlo.abs")
+@unary("stablehlo.abs", native={"float": np.abs, "int": np.abs})
 def abs_(dt, x):
     k = _kind(x)
     if k in ("int", "uint"):
@@ -242,7 +248,7 @@ def abs_(dt, x):
     return exact_float_fn(np.abs, dt, x)
 
 
-@binary("stablehlo.add")
+@binary("stablehlo.add", native={"float": np.add, "int": np.add})
 def add(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -252,7 +258,7 @@ def add(dt, a, b):
     return exact_float_fn(np.add, dt, a, b)
 
 
-@binary("stablehlo.subtract")
+@binary("stablehlo.subtract", native={"float": np.subtract, "int": np.subtract})
 def subtract(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -262,7 +268,7 @@ def subtract(dt, a, b):
     return exact_float_fn(np.subtract, dt, a, b)
 
 
-@binary("stablehlo.multiply")
+@binary("stablehlo.multiply", native={"float": np.multiply, "int": np.multiply})
 def multiply(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -323,7 +329,7 @@ def int_remainder(a, b, dt):
     return wrap_i64(r, dt) if is_subbyte_int(dt) else r
 
 
-@binary("stablehlo.divide")
+@binary("stablehlo.divide", native={"float": np.divide})
 def divide(dt, a, b):
     k = _kind(a)
     if k in ("int", "uint"):
@@ -393,7 +399,7 @@ def _real_power(a, b):
     return positive_underflow(np.power(a, b), (a > 0) & (a < np.inf) & np.isfinite(b))
 
 
-@unary("stablehlo.negate")
+@unary("stablehlo.negate", native={"float": np.negative, "int": np.negative})
 def negate(dt, x):
     k = _kind(x)
     if k in ("int", "uint"):
@@ -430,7 +436,7 @@ def _lex(a, b, greater: bool):
     return nan_a | pick
 
 
-@binary("stablehlo.maximum")
+@binary("stablehlo.maximum", native={"int": np.maximum})
 def maximum(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -444,7 +450,7 @@ def maximum(dt, a, b):
     return np.where(_pick_max(a, b), a, b)
 
 
-@binary("stablehlo.minimum")
+@binary("stablehlo.minimum", native={"int": np.minimum})
 def minimum(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -492,7 +498,15 @@ def imag(dt, x):
     return np.zeros(x.shape, dtype=dt)
 
 
-@kernel("stablehlo.select")
+def _fast_select(op):
+    """``select`` of plain types: ``np.where``, as the kernel computes it."""
+    types = _fast.plain_types(op)
+    if types is None or types[0][0] != np.bool_ or not types[0][1] == types[0][2] == types[1]:
+        return None
+    return FastPath(np.where, views=True)
+
+
+@kernel("stablehlo.select", fast=_fast_select)
 def select(op, pred, on_true, on_false):
     """See spec.md#select; a rank-0 ``pred`` selects whole tensors."""
     et = [_element(op.operand_type(i)) for i in (1, 2)] + [_element(op.result_type(0))]

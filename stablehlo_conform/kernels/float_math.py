@@ -30,17 +30,17 @@ from . import _extended as X
 from ..numeric import C128, F64, make_complex, wide
 from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
-@unary("stablehlo.ceil")
+@unary("stablehlo.ceil", native={"float": np.ceil})
 def ceil(dt, x):
     return exact_float_fn(np.ceil, dt, x)
 
 
-@unary("stablehlo.floor")
+@unary("stablehlo.floor", native={"float": np.floor})
 def floor(dt, x):
     return exact_float_fn(np.floor, dt, x)
 
 
-@unary("stablehlo.round_nearest_even")
+@unary("stablehlo.round_nearest_even", native={"float": np.rint})
 def round_nearest_even(dt, x):
     return exact_float_fn(np.rint, dt, x)
 
@@ -157,7 +157,7 @@ rsqrt = _transcendental("stablehlo.rsqrt", _rsqrt)
 cbrt = _transcendental("stablehlo.cbrt", _cbrt)
 
 
-@unary("stablehlo.sqrt")
+@unary("stablehlo.sqrt", native={"float": np.sqrt})
 def sqrt(dt, x):
     """Correctly rounded on real types; complex roots are computed in complex128 (extended
     precision for complex128) and rounded once."""

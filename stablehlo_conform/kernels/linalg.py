@@ -25,6 +25,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..opinfo import FastPath
+from . import _fast
 from ._blas_threads import one_blas_thread
 from .reduction import cast_result, contiguous, pad_dilate
 from .registry import kernel
@@ -174,7 +176,32 @@ def _dot_plan(lshape, rshape, lb, rb, lc, rc):
             *mats, bshape + lfs + rfs)
 
 
-@kernel("stablehlo.dot_general")
+def _fast_dot_general(op):
+    """``dot_general`` of plain types with its layout planned once: for f32 or f64 operands and
+    result of one type without batch dimensions, one ``np.dot`` of the (reshaped) operands,
+    which is what :func:`dot_general_arrays` computes there; else that function directly."""
+    types = _fast.plain_types(op)
+    if types is None:
+        return None
+    (ldt, rdt), dt, _ = types
+    dn = op.attr("dot_dimension_numbers")
+    nums = tuple(tuple(int(v) for v in dn.get(k, ())) for k in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+        "rhs_contracting_dimensions"))
+    lshape, rshape = (tuple(t.shape) for t in op.operand_types)
+    lperm, rperm, lmat, rmat, out_shape = _dot_plan(lshape, rshape, *nums)
+    if (ldt == rdt == dt and dt in (np.dtype(np.float32), np.dtype(np.float64)) and not nums[0]
+            and lperm is None and rperm is None):
+        def call(a, b):  # engines run on one BLAS thread (Engine.call)
+            return np.dot(a.reshape(lmat), b.reshape(rmat)).reshape(out_shape)
+        return FastPath(call)
+
+    def general(a, b):
+        return dot_general_arrays(a, b, *nums, dt)
+    return FastPath(general)
+
+
+@kernel("stablehlo.dot_general", fast=_fast_dot_general)
 def dot_general(op, lhs, rhs):
     """See spec.md#dot_general. ``precision_config`` and ``algorithm`` are
     accepted; products are computed at least in f32."""

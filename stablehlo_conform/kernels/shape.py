@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..opinfo import FastPath
+from . import _fast
 from .registry import kernel
 
 
@@ -137,7 +139,32 @@ def reshape_to(op, operand: np.ndarray, shape: Sequence) -> np.ndarray:
     return _c(np.reshape(np.asarray(operand), tuple(int(s) for s in shape)))
 
 
-@kernel("stablehlo.broadcast_in_dim")
+def _fast_broadcast_in_dim(op):
+    """``broadcast_in_dim`` of static shapes as a read-only view of the operand (the
+    kernel's result without its copy)."""
+    types = _fast.plain_types(op)
+    if types is None or op.operand_types[0].dtype != types[1]:
+        return None
+    dims = _ints(op.attr("broadcast_dimensions"))
+    shape = types[2]
+    ishape = tuple(op.operand_types[0].shape)
+    if len(dims) != len(ishape) or any(n != 1 and n != shape[d] for n, d in zip(ishape, dims)):
+        return None  # the kernel reports it
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    expanded = [1] * len(shape)
+    for i in order:
+        expanded[dims[i]] = ishape[i]
+    expanded = tuple(expanded)
+    if order == list(range(len(dims))):
+        def call(x):
+            return np.broadcast_to(np.reshape(x, expanded), shape)
+    else:
+        def call(x):
+            return np.broadcast_to(np.transpose(x, order).reshape(expanded), shape)
+    return FastPath(call, view=True)
+
+
+@kernel("stablehlo.broadcast_in_dim", fast=_fast_broadcast_in_dim)
 def broadcast_in_dim(op, operand):
     """See spec.md#broadcast_in_dim."""
     dims = _ints(op.attr("broadcast_dimensions"))
@@ -186,7 +213,17 @@ def pad(op, operand, padding_value):
     return (pad_array(operand, padding_value, low, high, interior),)
 
 
-@kernel("stablehlo.reshape")
+def _fast_reshape(op):
+    """``reshape`` to a static shape: the operand's elements in row-major order (a view of
+    a C-ordered operand)."""
+    types = _fast.plain_types(op)
+    if types is None:
+        return None
+    shape = types[2]
+    return FastPath(lambda x: np.reshape(x, shape))
+
+
+@kernel("stablehlo.reshape", fast=_fast_reshape)
 def reshape(op, operand):
     """See spec.md#reshape (row-major element order is kept)."""
     return (reshape_to(op, operand, op.result_shape(0)),)
