@@ -583,20 +583,31 @@ class _Plan:
 
     # emitting ---------------------------------------------------------
     def compile(self) -> Callable:
+        """The function's source, compiled: two versions of the same steps, ``full`` (every
+        op checks the deadline and the memory budget and counts itself in the profile) and
+        ``plain`` (without a profile, under a budget no op reaches: the deadline is checked
+        before each op that computes and at each iteration of an inlined loop)."""
         self.ns: dict[str, Any] = {
             "nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic, "_clock": time.perf_counter,
             "_late": _late, "_unsupported": _unsupported, "_run_kernel": _run_kernel, "_A": np.asarray,
             "_ignore": np.errstate}
         self.consts: set[int] = set()
-        self.make: list[str] = []
+        self.make: dict[str, None] = {}  # lines of make(), in order
         self.located: dict[int, tuple[Op, int]] = {}
-        self.n = 0
-        code: list[str] = []
         block = self.block
+        head: list[str] = []
         if block.args:
-            code.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
-            code.extend(f"env[{v}] = v{v}" for v in block.args if v in self.slots)
-        self._emit(self.steps, code, "top")
+            head.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
+            head.extend(f"env[{v}] = v{v}" for v in block.args if v in self.slots)
+        variants = []
+        for full in (False, True):
+            self.full = full
+            self.n = 0
+            code: list[str] = []
+            self._emit(self.steps, code, "top")
+            if self.fast:  # ufuncs compute as the kernels do, which ignore floating-point errors
+                code = ['with _ignore(all="ignore"):'] + [f"    {line}" for line in code]
+            variants.append(code)
         located = self.located
 
         def fail(i: int, e: Exception) -> None:
@@ -604,13 +615,14 @@ class _Plan:
                 _locate(*located[i], e)
 
         self.ns["_fail"] = fail
-        if self.fast:  # ufuncs compute as the kernels do, which ignore floating-point errors
-            code = ['with _ignore(all="ignore"):'] + [f"    {line}" for line in code]
+        budget = max((_result_bytes(step[0]) for _, _, step in self._all_steps()), default=0)
+        body = (head + [f"if prof is None and (max_bytes is None or max_bytes >= {budget}):"]
+                + [f"    {line}" for line in variants[0]] + variants[1])
         src = "\n".join(
             ["def make(eng):"] + [f"    {line}" for line in self.make]
             + ["    def run(env, args):", "        _i = -1",
                "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile", "        try:"]
-            + [f"            {line}" for line in code]
+            + [f"            {line}" for line in body]
             + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
                "    return run"])
         exec(compile(src, f"<block {block.ops[0].loc if block.ops else '?'}>", "exec"), self.ns)
@@ -642,12 +654,16 @@ class _Plan:
     def _emit(self, steps: tuple, code: list[str], mode: str, carry: tuple = ()) -> None:
         """Code for ``steps``; at the terminator: ``top`` returns or branches, ``cond`` leaves
         the loop when false, ``body`` assigns ``carry`` (the condition's arguments)."""
-        lanes = self.lanes
+        lanes, full = self.lanes, self.full
+        late = "if deadline is not None and _mono() > deadline: _late(o{})"
+        if mode != "body" and not full and steps:
+            code.append(late.format(self.n))  # once per run of the block, per iteration of a loop
         for op, kind, name, fn, operands, results, quant, foldable in steps:
             i = self.n
             self.n += 1
             self.ns[f"o{i}"] = op
-            code.append(f"if deadline is not None and _mono() > deadline: _late(o{i})")
+            if full:
+                code.append(late.format(i))
             if kind == _RETURN:
                 if mode == "cond":
                     code += [f"if not {self.ref(operands[0], raw=True)}:", "    break"]
@@ -666,6 +682,8 @@ class _Plan:
                          f"_, s, a = eng.{'_cond_br' if kind == _COND_BR else '_switch'}(o{i}, env)",
                          "return s, a"]
                 break
+            if not full and not foldable:
+                code.append(late.format(i))
             if kind == _CALL:
                 self.located[i] = (op, kind)
                 code += [f"_i = {i}",
@@ -675,10 +693,11 @@ class _Plan:
             if fn is None:
                 code.append(f"_unsupported(o{i})")
                 break
-            if _result_bytes(op) > 0:
+            if full and _result_bytes(op) > 0:
                 code.append(f"if max_bytes is not None and {_result_bytes(op)} > max_bytes: eng._guard_memory(o{i})")
             if foldable:
-                code.append(f"if prof is not None: prof.setdefault({name!r}, [0, 0.0])[0] += 1")
+                if full:
+                    code.append(f"if prof is not None: prof.setdefault({name!r}, [0, 0.0])[0] += 1")
                 for v, value in zip(results, op._folded[1]):
                     self.ns[f"F{v}"] = value
                     self.consts.add(v)
@@ -688,7 +707,9 @@ class _Plan:
             self.located[i] = (op, _KERNEL)
             loop = self.loops.get(id(op))
             t = f"t{i}" if loop is not None else "t0"  # the loop's own ops time themselves
-            code += [f"_i = {i}", f"{t} = 0.0 if prof is None else _clock()"]
+            code.append(f"_i = {i}")
+            if full:
+                code.append(f"{t} = 0.0 if prof is None else _clock()")
             fp = self.fast.get(id(op))
             if loop is not None:
                 self._emit_loop(op, loop, code)
@@ -700,8 +721,9 @@ class _Plan:
                 self.store(results, code)
             else:
                 self._emit_kernel(i, op, fn, operands, results, quant, code)
-            code += ["if prof is not None:", f"    p = prof.setdefault({name!r}, [0, 0.0])", "    p[0] += 1",
-                     f"    p[1] += _clock() - {t}"]
+            if full:
+                code += ["if prof is not None:", f"    p = prof.setdefault({name!r}, [0, 0.0])", "    p[0] += 1",
+                         f"    p[1] += _clock() - {t}"]
         else:
             if mode == "top":
                 code.append("return -1, ()")
@@ -709,7 +731,7 @@ class _Plan:
     def _emit_kernel(self, i, op, fn, operands, results, quant, code) -> None:
         lanes = self.lanes
         self.ns[f"k{i}"] = fn
-        self.make.append(f"c{i} = Ctx(o{i}, eng)")
+        self.make[f"c{i} = Ctx(o{i}, eng)"] = None
         if quant is False or (quant and getattr(fn, "quantization_aware", False)):
             code.append(f"r = k{i}(c{i}, {self.refs(operands)})")
         else:

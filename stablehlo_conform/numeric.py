@@ -263,6 +263,30 @@ def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
 _ONE = np.uint64(1)
 
 
+def may_be_near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> bool:
+    """False when no element of :func:`near_midpoint` ``(r, dt, f64_ulps)`` is true, found
+    with two reductions over the bit patterns (its bit test's window as a minimum, its range
+    test as a maximum); True where some may be (an element in the window, or one outside the
+    range the bit test covers, which :func:`near_midpoint` decides the long way)."""
+    consts = _midpoint_constants(np.dtype(dt), f64_ulps)
+    if consts is None or r.__class__ is not np.ndarray or r.dtype != F64:
+        return True
+    if r.size == 0:
+        return False
+    shift, low, width, lo, span = consts
+    bits = r.view(np.uint64)
+    work = np.add(bits, shift)
+    work &= low
+    if _MIN(work, axis=None) <= width:
+        return True
+    np.left_shift(bits, _ONE, out=work)
+    work -= lo
+    return bool(_MAX(work, axis=None) >= span)
+
+
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
 @lru_cache(maxsize=None)
 def _midpoint_constants(dt: np.dtype, f64_ulps: int):
     """The bit-pattern constants of :func:`near_midpoint` (None where the

@@ -497,3 +497,29 @@ def test_heap_thresholds_are_set_once_on_glibc():
     assert _heap.keep_freed_memory() is first
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert first is True
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn])
+def test_may_be_near_midpoint_is_false_only_where_no_element_is_near_one(dt):
+    """The quick test of float_fn answers False only where near_midpoint marks nothing; it
+    answers False on values that are not near a midpoint."""
+    from stablehlo_conform.numeric import may_be_near_midpoint, near_midpoint
+
+    dt = np.dtype(dt)
+    rng = np.random.default_rng(11)
+    # f64 values exactly on, one and five f64 ULPs from a midpoint of dt: the midpoint of
+    # two neighbours of dt is their f64 mean (exact: dt has at most 24 significand bits)
+    lo = rng.standard_normal(64).astype(dt).astype(np.float64)
+    hi = np.nextafter(lo.astype(dt), np.asarray(np.inf, dt)).astype(np.float64)
+    mid = (lo + hi) / 2
+    for r in (mid, np.nextafter(mid, np.inf), mid + 5 * np.spacing(mid)):
+        mask = near_midpoint(r, dt)
+        assert not mask.any() or may_be_near_midpoint(r, dt)
+    assert near_midpoint(mid, dt).all() and may_be_near_midpoint(mid, dt)
+    # values a quarter of a ULP of dt away from every midpoint, then one special element
+    far = (3 * lo + hi) / 4
+    assert not near_midpoint(far, dt).any() and not may_be_near_midpoint(far, dt)
+    for special in (0.0, -np.inf, np.nan, 1e-300):  # outside the bit test's range: the long way
+        r = far.copy()
+        r[7] = special
+        assert may_be_near_midpoint(r, dt)

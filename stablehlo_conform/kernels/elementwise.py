@@ -50,6 +50,7 @@ from ..numeric import (
     kind_of,
     make_complex,
     native_float_pair,
+    may_be_near_midpoint,
     near_midpoint,
     out,
     positive_underflow,
@@ -110,23 +111,23 @@ def _apply(op, fn, args):
     return (out(fn(dt, *vals), dt),)
 
 
-def unary(*names, native: dict | None = None):
+def unary(*names, native: dict | None = None, fast=None):
     """Register ``fn(dt, x)`` as the kernel of ``names`` (through :func:`apply`), with its
-    fast path (:func:`._fast.elementwise`: ``native`` maps ``"float"``/``"int"`` to the NumPy
-    ufunc ``fn`` computes on operands of those types)."""
+    fast path: ``fast``, else :func:`._fast.elementwise` (``native`` maps ``"float"`` /
+    ``"int"`` to the NumPy ufunc ``fn`` computes on operands of those types)."""
     def deco(fn):
         def k(op, x):
             return apply(op, fn, (x,))
 
         k.__name__ = fn.__name__
         k.__doc__ = fn.__doc__
-        kernel(*names, fast=_fast.elementwise(fn, native))(k)
+        kernel(*names, fast=fast or _fast.elementwise(fn, native))(k)
         return fn
 
     return deco
 
 
-def binary(*names, native: dict | None = None):
+def binary(*names, native: dict | None = None, fast=None):
     """As :func:`unary`, for ``fn(dt, a, b)``."""
     def deco(fn):
         def k(op, a, b):
@@ -134,7 +135,7 @@ def binary(*names, native: dict | None = None):
 
         k.__name__ = fn.__name__
         k.__doc__ = fn.__doc__
-        kernel(*names, fast=_fast.elementwise(fn, native))(k)
+        kernel(*names, fast=fast or _fast.elementwise(fn, native))(k)
         return fn
 
     return deco
@@ -187,6 +188,8 @@ def _float_fn(f, dt, xs, op, refine):
     r = np.asarray(r)
     if dt in (np.dtype(np.float64), np.dtype(np.complex128)):
         mask = np.zeros(r.shape, dtype=bool)
+    elif refine is None and r.dtype.kind == "f" and not may_be_near_midpoint(r, dt):
+        return res  # no element near a midpoint: ``res`` is correctly rounded
     elif r.dtype.kind == "c":
         mask = near_midpoint(r.real, dt.type(0).real.dtype) | near_midpoint(r.imag, dt.type(0).real.dtype)
     else:

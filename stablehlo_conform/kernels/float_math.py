@@ -27,8 +27,10 @@ import numpy as np
 from ._lazy import special as sc
 
 from . import _extended as X
-from ..numeric import C128, F64, make_complex, wide
-from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
+from . import _fast
+from ..numeric import C128, F32, F64, make_complex, may_be_near_midpoint, wide
+from ..opinfo import FastPath
+from .elementwise import FLOAT_BLOCK, _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
 @unary("stablehlo.ceil", native={"float": np.ceil})
 def ceil(dt, x):
@@ -104,7 +106,36 @@ def _transcendental(name, f, f64=None):
         return float_fn(f64 if np.dtype(dt) in (F64, C128) else f, dt, x, op=name)
 
     g.__name__ = name.split(".")[-1]
-    return unary(name)(g)
+    return unary(name, fast=_fast_rounded_once(f, g, _fast.elementwise(g)))(g)
+
+
+_F16 = np.dtype(np.float16)
+
+
+def _fast_rounded_once(f, g, general):
+    """The fast path of a function ``g`` computing ``f`` in f64 and rounding once
+    (:func:`.elementwise.float_fn`): on an f16 or f32 tensor of one block, ``f`` of the
+    widened operand rounded into the type, where no element lies near a rounding midpoint
+    (:func:`~stablehlo_conform.numeric.may_be_near_midpoint`: what ``float_fn`` returns
+    there); else ``g`` itself."""
+
+    def fast(op):
+        types = _fast.plain_types(op)
+        if types is None:
+            return None
+        (src,), dt, shape = types
+        if src != dt or dt not in (F32, _F16) or not shape or int(np.prod(shape)) > 2 * FLOAT_BLOCK:
+            return general(op)
+
+        def call(x):
+            r = f(x.astype(F64))
+            if not may_be_near_midpoint(r, dt):
+                return r.astype(dt)
+            return g(dt, x)
+
+        return FastPath(call)
+
+    return fast
 
 
 def _logistic(w):

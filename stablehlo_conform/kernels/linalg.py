@@ -192,7 +192,11 @@ def _fast_dot_general(op):
     lperm, rperm, lmat, rmat, out_shape = _dot_plan(lshape, rshape, *nums)
     if (ldt == rdt == dt and dt in (np.dtype(np.float32), np.dtype(np.float64)) and not nums[0]
             and lperm is None and rperm is None):
-        def call(a, b):  # engines run on one BLAS thread (Engine.call)
+        # engines run products on one BLAS thread (Engine.call)
+        if lshape == lmat and rshape == rmat and out_shape == (lmat[0], rmat[1]):
+            return FastPath(np.dot)
+
+        def call(a, b):
             return np.dot(a.reshape(lmat), b.reshape(rmat)).reshape(out_shape)
         return FastPath(call)
 
