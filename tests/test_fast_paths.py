@@ -499,7 +499,7 @@ def test_heap_thresholds_are_set_once_on_glibc():
         assert first is True
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn])
+@pytest.mark.parametrize("dt", [np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e5m2])
 def test_may_be_near_midpoint_is_false_only_where_no_element_is_near_one(dt):
     """The quick test of float_fn answers False only where near_midpoint marks nothing; it
     answers False on values that are not near a midpoint."""
