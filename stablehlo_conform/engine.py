@@ -714,10 +714,14 @@ class _Plan:
             if loop is not None:
                 self._emit_loop(op, loop, code)
             elif fp is not None:
-                self.ns[f"X{i}"] = fp.call
-                into = self.reuse.get(id(op))
-                args = self.refs(operands, raw=True) + (f"out=v{into}" if into is not None else "")
-                code.append(f"v{results[0]} = X{i}({args})")
+                form = _scalar_form(op, fp)
+                if form is not None:
+                    code.append(f"v{results[0]} = " + form.format(*(self.ref(v, raw=True) for v in operands)))
+                else:
+                    self.ns[f"X{i}"] = fp.call
+                    into = self.reuse.get(id(op))
+                    args = self.refs(operands, raw=True) + (f"out=v{into}" if into is not None else "")
+                    code.append(f"v{results[0]} = X{i}({args})")
                 self.store(results, code)
             else:
                 self._emit_kernel(i, op, fn, operands, results, quant, code)
@@ -764,6 +768,30 @@ class _Plan:
         code.extend(f"    {line}" for line in inner)
         _assign(op.results, "".join(f"v{v}, " for v in carry), code)
         self.store(op.results, code)
+
+
+# Python's operators on NumPy scalars of these types compute what these ufuncs compute
+# (NumPy's scalar arithmetic and comparisons), without a ufunc call
+_OPERATORS = {np.add: "({0} + {1})", np.subtract: "({0} - {1})", np.multiply: "({0} * {1})",
+              np.divide: "({0} / {1})", np.negative: "(-{0})", np.equal: "({0} == {1})",
+              np.not_equal: "({0} != {1})", np.less: "({0} < {1})", np.less_equal: "({0} <= {1})",
+              np.greater: "({0} > {1})", np.greater_equal: "({0} >= {1})"}
+_OPERATOR_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                                                  np.uint8, np.uint16, np.uint32, np.uint64, np.bool_))
+
+
+def _scalar_form(op: Op, fp: FastPath) -> str | None:
+    """The expression computing ``op``'s fast path on rank-0 operands (its ``scalar`` form,
+    or Python's operator for a ufunc on integers, f32 or f64), where result and operands are
+    rank 0."""
+    if not (_rank0(op.result_types[0]) and all(_rank0(t) for t in op.operand_types)):
+        return None
+    if fp.scalar is not None:
+        return fp.scalar
+    form = _OPERATORS.get(fp.call) if fp.out else None
+    if form is None or any(t.dtype not in _OPERATOR_TYPES for t in op.operand_types):
+        return None
+    return form
 
 
 def _assign(targets, exprs: str, code: list[str]) -> None:

@@ -265,9 +265,11 @@ _ONE = np.uint64(1)
 
 def may_be_near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> bool:
     """False when no element of :func:`near_midpoint` ``(r, dt, f64_ulps)`` is true, found
-    with two reductions over the bit patterns (its bit test's window as a minimum, its range
-    test as a maximum); True where some may be (an element in the window, or one outside the
-    range the bit test covers, which :func:`near_midpoint` decides the long way)."""
+    with two minimums over the bit patterns: of its bit test's window, and of the magnitudes
+    (infinities and NaN are never near a midpoint, so only magnitudes below ``2**emin`` of
+    ``dt`` leave the range the bit test covers); True where some may be (an element in the
+    window, or a zero or a magnitude below ``2**emin``, which :func:`near_midpoint` decides
+    the long way)."""
     consts = _midpoint_constants(np.dtype(dt), f64_ulps)
     if consts is None or r.__class__ is not np.ndarray or r.dtype != F64:
         return True
@@ -279,12 +281,11 @@ def may_be_near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> bool:
     work &= low
     if _MIN(work, axis=None) <= width:
         return True
-    np.left_shift(bits, _ONE, out=work)
-    work -= lo
-    return bool(_MAX(work, axis=None) >= span)
+    np.left_shift(bits, _ONE, out=work)  # the magnitude's bits, shifted left by one
+    return bool(_MIN(work, axis=None) < lo)
 
 
-_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+_MIN = np.minimum.reduce
 
 
 @lru_cache(maxsize=None)

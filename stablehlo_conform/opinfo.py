@@ -38,12 +38,15 @@ class FastPath(NamedTuple):
     broadcast views included. ``out``: ``call`` is an element-wise ufunc that takes ``out=``
     (an array of the result's type and shape, which may be one of its operands) and returns a
     new array otherwise. ``view``: the result may be a read-only view of an operand (the
-    engine copies it unless every reader takes ``views``)."""
+    engine copies it unless every reader takes ``views``). ``scalar``: a Python expression
+    over ``{0}``, ``{1}``, ... computing the same on rank-0 operands (NumPy scalars or 0-d
+    arrays), for a rank-0 result."""
 
     call: Callable[..., Any]
     views: bool = False
     out: bool = False
     view: bool = False
+    scalar: str | None = None
 
 # accuracy classes of a float result (spec.md leaves the accuracy of most float ops to the
 # implementation; see oracle/classes.py)

@@ -320,13 +320,14 @@ def _clamped_starts(starts, dims: Sequence[int], sizes: Sequence[int]) -> list[i
 
 
 def _fast_dynamic_slice(op):
-    """``dynamic_slice`` of a static operand: the kernel's clamped slice, copied C-ordered."""
+    """``dynamic_slice`` of a static operand: the kernel's clamped slice (a view where it is
+    C-ordered, else a C-ordered copy)."""
     types = _fast.plain_types(op)
     if types is None:
         return None
     dims = tuple(op.operand_types[0].shape)
     sizes = tuple(int(s) for s in np.asarray(op.attr("slice_sizes")).reshape(-1))
-    if len(sizes) != len(dims):
+    if len(sizes) != len(dims) or not dims:
         return None
     limits = [max(n - k, 0) for n, k in zip(dims, sizes)]
     if any(ty.dtype.kind == "u" and ty.dtype.itemsize >= 8 for ty in op.operand_types[1:]):
@@ -339,7 +340,8 @@ def _fast_dynamic_slice(op):
             v = int(s)  # rank-0 starts of at most 64 bits: their value
             v = 0 if v < 0 else hi if v > hi else v
             idx.append(slice(v, v + k))
-        return np.array(x[tuple(idx)], order="C", copy=True)
+        r = x[tuple(idx)]
+        return r if r.flags.c_contiguous else np.array(r, order="C")  # values are never written to
 
     return FastPath(call)
 
