@@ -264,28 +264,39 @@ _ONE = np.uint64(1)
 
 
 def may_be_near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> bool:
-    """False when no element of :func:`near_midpoint` ``(r, dt, f64_ulps)`` is true, found
-    with two minimums over the bit patterns: of its bit test's window, and of the magnitudes
-    (infinities and NaN are never near a midpoint, so only magnitudes below ``2**emin`` of
-    ``dt`` leave the range the bit test covers); True where some may be (an element in the
-    window, or a zero or a magnitude below ``2**emin``, which :func:`near_midpoint` decides
-    the long way)."""
+    """False when no element of :func:`near_midpoint` ``(r, dt, f64_ulps)`` is true; True
+    where some may be (see :func:`midpoint_screen`)."""
+    screen = midpoint_screen(np.dtype(dt), f64_ulps)
+    return True if screen is None or r.__class__ is not np.ndarray or r.dtype != F64 else screen(r)
+
+
+@lru_cache(maxsize=None)
+def midpoint_screen(dt: np.dtype, f64_ulps: int = 4):
+    """``screen(r) -> bool`` for f64 arrays ``r``: False when no element of
+    :func:`near_midpoint` ``(r, dt, f64_ulps)`` is true, found with two minimums over the bit
+    patterns: of its bit test's window, and of the magnitudes (infinities and NaN are never
+    near a midpoint, so only magnitudes below ``2**emin`` of ``dt`` leave the range the bit
+    test covers); True where some may be (an element in the window, or a zero or a magnitude
+    below ``2**emin``, which :func:`near_midpoint` decides the long way). None where
+    :func:`near_midpoint` has no bit test for ``dt``."""
     consts = _midpoint_constants(np.dtype(dt), f64_ulps)
-    if consts is None or r.__class__ is not np.ndarray or r.dtype != F64:
-        return True
-    if r.size == 0:
-        return False
-    shift, low, width, lo, span = consts
-    bits = r.view(np.uint64)
-    work = np.add(bits, shift)
-    work &= low
-    if _MIN(work, axis=None) <= width:
-        return True
-    np.left_shift(bits, _ONE, out=work)  # the magnitude's bits, shifted left by one
-    return bool(_MIN(work, axis=None) < lo)
+    if consts is None:
+        return None
+    shift, low, width, lo, _ = consts
+    add, bit_and, left_shift, least = np.add, np.bitwise_and, np.left_shift, np.minimum.reduce
 
+    def screen(r: np.ndarray) -> bool:
+        if r.size == 0:
+            return False
+        bits = r.view(np.uint64)
+        work = add(bits, shift)
+        bit_and(work, low, out=work)
+        if least(work, axis=None) <= width:
+            return True
+        left_shift(bits, _ONE, out=work)  # the magnitude's bits, shifted left by one
+        return bool(least(work, axis=None) < lo)
 
-_MIN = np.minimum.reduce
+    return screen
 
 
 @lru_cache(maxsize=None)

@@ -28,7 +28,7 @@ from ._lazy import special as sc
 
 from . import _extended as X
 from . import _fast
-from ..numeric import C128, F32, F64, make_complex, may_be_near_midpoint, wide
+from ..numeric import C128, F32, F64, make_complex, midpoint_screen, wide
 from ..opinfo import FastPath
 from .elementwise import FLOAT_BLOCK, _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
@@ -116,7 +116,7 @@ def _fast_rounded_once(f, g, general):
     """The fast path of a function ``g`` computing ``f`` in f64 and rounding once
     (:func:`.elementwise.float_fn`): on an f16 or f32 tensor of one block, ``f`` of the
     widened operand rounded into the type, where no element lies near a rounding midpoint
-    (:func:`~stablehlo_conform.numeric.may_be_near_midpoint`: what ``float_fn`` returns
+    (:func:`~stablehlo_conform.numeric.midpoint_screen`: what ``float_fn`` returns
     there); else ``g`` itself."""
 
     def fast(op):
@@ -127,9 +127,11 @@ def _fast_rounded_once(f, g, general):
         if src != dt or dt not in (F32, _F16) or not shape or int(np.prod(shape)) > 2 * FLOAT_BLOCK:
             return general(op)
 
+        screen = midpoint_screen(dt)
+
         def call(x):
             r = f(x.astype(F64))
-            if not may_be_near_midpoint(r, dt):
+            if r.__class__ is np.ndarray and not screen(r):
                 return r.astype(dt)
             return g(dt, x)
 
