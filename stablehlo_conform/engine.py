@@ -720,7 +720,7 @@ class _Plan:
                 else:
                     self.ns[f"X{i}"] = fp.call
                     into = self.reuse.get(id(op))
-                    args = self.refs(operands, raw=True) + (f"out=v{into}" if into is not None else "")
+                    args = self.refs(operands, raw=fp.out or fp.scalars) + (f"out=v{into}" if into is not None else "")
                     code.append(f"v{results[0]} = X{i}({args})")
                 self.store(results, code)
             else:

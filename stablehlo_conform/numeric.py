@@ -289,6 +289,8 @@ def midpoint_screen(dt: np.dtype, f64_ulps: int = 4):
         if r.size == 0:
             return False
         bits = r.view(np.uint64)
+        if not bits.ndim:
+            bits = bits.reshape(1)  # ufuncs of 0-d arrays return scalars, which take no out=
         work = add(bits, shift)
         bit_and(work, low, out=work)
         if least(work, axis=None) <= width:

@@ -33,8 +33,9 @@ class FastPath(NamedTuple):
     in place of the kernel.
 
     ``call(*operands)`` returns the op's one result, bit for bit what the kernel returns: an
-    ndarray of the declared type, or for a rank-0 result possibly a NumPy scalar; operands of
-    rank 0 may be NumPy scalars too. ``views``: operands may be any strided arrays, read-only
+    ndarray of the declared type, or for a rank-0 result possibly a NumPy scalar. ``scalars``:
+    rank-0 operands may be NumPy scalars (else they are 0-d arrays; a ufunc, ``out``, takes
+    either). ``views``: operands may be any strided arrays, read-only
     broadcast views included. ``out``: ``call`` is an element-wise ufunc that takes ``out=``
     (an array of the result's type and shape, which may be one of its operands) and returns a
     new array otherwise. ``view``: the result may be a read-only view of an operand (the
@@ -47,6 +48,7 @@ class FastPath(NamedTuple):
     out: bool = False
     view: bool = False
     scalar: str | None = None
+    scalars: bool = False
 
 # accuracy classes of a float result (spec.md leaves the accuracy of most float ops to the
 # implementation; see oracle/classes.py)

@@ -526,3 +526,13 @@ def test_may_be_near_midpoint_is_false_only_where_no_element_is_near_one(dt):
         # zeros and magnitudes below the normal range take the long way; infinities and NaN
         # are never near a midpoint
         assert may_be_near_midpoint(r, dt) == (abs(special) < 1)
+
+
+def test_may_be_near_midpoint_takes_rank_0_and_strided_values():
+    from stablehlo_conform.numeric import may_be_near_midpoint, near_midpoint
+
+    f32 = np.dtype(np.float32)
+    mid = (1.0 + float(np.nextafter(np.float32(1), np.float32(2)))) / 2
+    for r in (np.array(mid), np.array(0.3), np.array([[0.3, mid], [0.7, 0.1]])[:, 1], np.array([0.3, 0.7])[::2]):
+        assert may_be_near_midpoint(r, f32) >= bool(near_midpoint(r, f32).any())
+    assert may_be_near_midpoint(np.array(mid), f32) and not may_be_near_midpoint(np.array(0.3), f32)

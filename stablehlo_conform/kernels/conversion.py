@@ -227,9 +227,9 @@ def _fast_convert(op):
         return None
     (src,), dt, _ = types
     if src == dt:
-        return FastPath(lambda x: x)
+        return FastPath(lambda x: x, scalars=True)
     if _fast.native_family(src) == _fast.native_family(dt) == "int":
-        return FastPath(lambda x: x.astype(dt))
+        return FastPath(lambda x: x.astype(dt), scalars=True)
     return _fast_convert_values(op)
 
 

@@ -506,7 +506,7 @@ def _fast_select(op):
     types = _fast.plain_types(op)
     if types is None or types[0][0] != np.bool_ or not types[0][1] == types[0][2] == types[1]:
         return None
-    return FastPath(np.where, views=True, scalar="({1} if {0} else {2})")
+    return FastPath(np.where, views=True, scalar="({1} if {0} else {2})", scalars=True)
 
 
 @kernel("stablehlo.select", fast=_fast_select)

@@ -343,7 +343,7 @@ def _fast_dynamic_slice(op):
         r = x[tuple(idx)]
         return r if r.flags.c_contiguous else np.array(r, order="C")  # values are never written to
 
-    return FastPath(call)
+    return FastPath(call, scalars=True)
 
 
 @kernel("stablehlo.dynamic_slice", fast=_fast_dynamic_slice)

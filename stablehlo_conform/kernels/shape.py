@@ -220,7 +220,7 @@ def _fast_reshape(op):
     if types is None:
         return None
     shape = types[2]
-    return FastPath(lambda x: x.reshape(shape))
+    return FastPath(lambda x: x.reshape(shape), scalars=True)
 
 
 @kernel("stablehlo.reshape", fast=_fast_reshape)
