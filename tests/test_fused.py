@@ -280,3 +280,24 @@ def test_element_wise_chain_writes_into_dead_buffers_only():
     assert by_name["stablehlo.multiply2"] is not None and by_name["stablehlo.add3"] is not None
     assert by_name["stablehlo.divide5"] is None and by_name["stablehlo.negate6"] is not None
     assert by_name["stablehlo.add8"] is None and by_name["stablehlo.abs11"] is None
+
+
+@pytest.mark.parametrize("op", ["tanh", "exponential", "log", "logistic", "sine"])
+def test_rounded_once_fast_path_in_blocks_matches_the_kernel(op):
+    """A large f32 operand goes block by block; a block holding values the quick midpoint test
+    cannot clear (zeros, tiny magnitudes) takes the kernel's function for that block."""
+    rng = np.random.default_rng(14)
+    x = (rng.standard_normal((3, 20011)) * 3).astype(np.float32)
+    x[1, 5:9] = [0.0, -0.0, 1e-40, -1e-39]
+    x[2, -3:] = [np.inf, -np.inf, np.nan]
+    # inputs whose log or sine in f64 lies within 4 f64 ULPs of a rounding midpoint of f32
+    # (found by a search over f32 inputs with near_midpoint): rounding the f64 value could
+    # round the other way than the exact value there
+    near = np.array([1010908474, 1092063211, 1036998039, 1056146191, 1121207592], np.uint32).view(np.float32)
+    x[0, 100:105] = near
+    x[2, 19000:19005] = near
+    text = f"""func.func @main(%a: tensor<3x20011xf32>) -> tensor<3x20011xf32> {{
+  %r = "stablehlo.{op}"(%a) : (tensor<3x20011xf32>) -> tensor<3x20011xf32>
+  func.return %r : tensor<3x20011xf32>
+}}"""
+    assert _check(text, (x,)) == 1

@@ -30,7 +30,7 @@ from . import _extended as X
 from . import _fast
 from ..numeric import C128, F32, F64, make_complex, midpoint_screen, wide
 from ..opinfo import FastPath
-from .elementwise import FLOAT_BLOCK, _kind, binary, exact_float_fn, float_fn, int_fn, unary
+from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
 @unary("stablehlo.ceil", native={"float": np.ceil})
 def ceil(dt, x):
@@ -114,30 +114,43 @@ _F16 = np.dtype(np.float16)
 
 def _fast_rounded_once(f, g, general):
     """The fast path of a function ``g`` computing ``f`` in f64 and rounding once
-    (:func:`.elementwise.float_fn`): on an f16 or f32 tensor of one block, ``f`` of the
-    widened operand rounded into the type, where no element lies near a rounding midpoint
-    (:func:`~stablehlo_conform.numeric.midpoint_screen`: what ``float_fn`` returns
-    there); else ``g`` itself."""
+    (:func:`.elementwise.float_fn`): on an f16 or f32 tensor, ``f`` of the widened operand
+    rounded into the type, one block of :data:`SCREEN_BLOCK` elements at a time (its f64
+    values stay in cache), where no element of the block lies near a rounding midpoint
+    (:func:`~stablehlo_conform.numeric.midpoint_screen`: what ``float_fn`` returns there);
+    ``g`` of the block otherwise (``float_fn`` is element-wise)."""
 
     def fast(op):
         types = _fast.plain_types(op)
         if types is None:
             return None
         (src,), dt, shape = types
-        if src != dt or dt not in (F32, _F16) or not shape or int(np.prod(shape)) > 2 * FLOAT_BLOCK:
+        if src != dt or dt not in (F32, _F16) or not shape:
             return general(op)
-
         screen = midpoint_screen(dt)
+        size = int(np.prod(shape))
+
+        def one(x):
+            r = f(x.astype(F64))
+            return r.astype(dt) if not screen(r) else g(dt, x)
+
+        if size <= SCREEN_BLOCK:
+            return FastPath(one)
 
         def call(x):
-            r = f(x.astype(F64))
-            if r.__class__ is np.ndarray and not screen(r):
-                return r.astype(dt)
-            return g(dt, x)
+            flat = x.reshape(-1)
+            res = np.empty(size, dt)
+            for i in range(0, size, SCREEN_BLOCK):
+                res[i:i + SCREEN_BLOCK] = one(flat[i:i + SCREEN_BLOCK])
+            return res.reshape(shape)
 
         return FastPath(call)
 
     return fast
+
+
+# elements per block of a rounded-once fast path (128 KiB of f64 values)
+SCREEN_BLOCK = 1 << 14
 
 
 def _logistic(w):
