@@ -26,15 +26,16 @@ def _bindings():
         if "ir" in _state:
             return _state
         from jaxlib.mlir import ir
-        from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _stablehlo
-        from jaxlib.mlir.dialects import chlo, stablehlo
+        # the dialects' native modules (registration, attribute classes): the bindings import the
+        # Python modules of op classes (jaxlib.mlir.dialects.*) themselves for the ops a program has
+        from jaxlib.mlir._mlir_libs import _chlo, _jax_mlir_ext, _stablehlo
 
-        _state.update(ir=ir, stablehlo=stablehlo, chlo=chlo, sh=_stablehlo, ext=_jax_mlir_ext)
+        _state.update(ir=ir, stablehlo=_stablehlo, chlo=_chlo, sh=_stablehlo, ext=_jax_mlir_ext)
         _state["provider"] = "jaxlib"
         _state["sdy"] = _sdy_module()
         _state["ctx"] = new_context()
         _state["attr_classes"] = [
-            getattr(stablehlo, n)
+            getattr(_stablehlo, n)
             for n in (
                 "GatherDimensionNumbers",
                 "ScatterDimensionNumbers",
@@ -53,7 +54,7 @@ def _bindings():
                 "ResultAccuracyAttr",
                 "ResultAccuracyModeAttr",
             )
-            if hasattr(stablehlo, n)
+            if hasattr(_stablehlo, n)
         ]
     return _state
 

@@ -6,6 +6,7 @@ Part of :mod:`stablehlo_conform.frontend`, the one package that imports the bind
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 
@@ -98,15 +99,11 @@ def to_bytecode(text: str) -> bytes:
 
 def registered_ops(dialect: str) -> list[str]:
     """Op names the bindings' Python module declares for a dialect."""
-    st = _bindings()
-    mod = {"stablehlo": st["stablehlo"], "chlo": st["chlo"]}.get(dialect)
-    if mod is None:
-        import importlib
-
-        try:
-            mod = importlib.import_module(f"jaxlib.mlir.dialects.{dialect}")
-        except ImportError:
-            return []  # the bindings ship no Python module listing this dialect's ops
+    _bindings()
+    try:
+        mod = importlib.import_module(f"jaxlib.mlir.dialects.{dialect}")
+    except ImportError:
+        return []  # the bindings ship no Python module listing this dialect's ops
     names = set()
     for v in vars(mod).values():
         n = getattr(v, "OPERATION_NAME", None)
