@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Model-level benchmark: realistic programs exported from JAX, numpy engine vs XLA CPU.
 
-    python scripts/bench_models.py [--repeat 5] [--clock wall|cpu] [--no-reference] [--only rnn_while,...]
+    python scripts/bench_models.py [--repeat 5] [--no-reference] [--only rnn_while,...] [--startup-runs 3]
 
 Each program is exported with ``jax.jit(f).lower(...).as_text()`` and run on
 the same inputs by this package's numpy engine and by XLA's CPU compiler,
@@ -12,21 +12,37 @@ side by side in one process:
 - warm: the already-loaded module (numpy) or the compiled executable (XLA)
   run again on the same inputs, host arrays in and out for both.
 
-Every figure is the median of ``--repeat`` runs, of wall time or (``--clock
-cpu``, for a loaded machine where wall time mostly measures waiting for a
-core) of the process's CPU time, every thread's (XLA's compiler and runtime
-threads included). The reference interpreter
-(a child process: ``stablehlo-translate --interpret``) runs each program once,
-cold, where it can. Results of XLA and the reference are compared with
+Every run is timed by two clocks at once, wall time and the process's CPU time
+(every thread's, XLA's compiler and runtime threads included; on a loaded
+machine wall time mostly measures waiting for a core): two tables, each figure
+the median of ``--repeat`` runs. The reference interpreter (a child process:
+``stablehlo-translate --interpret``) runs each program once, cold, where it
+can (wall time only). Results of XLA and the reference are compared with
 numpy's. The ratios printed are numpy/xla, cold and warm.
+
+Start-up: the first program a process runs pays for what the package loads
+once (the MLIR bindings and their context, kernel modules, first-use caches).
+The first selected program is run cold twice by a fresh child process (this
+script with ``--startup-child``), once with ``jax`` imported first (as here)
+and once without; each line gives the first run, the second and their
+difference, medians over ``--startup-runs`` processes (after one unmeasured
+process), with bytecode caching on in the child (``PYTHONDONTWRITEBYTECODE``
+removed from its environment). ``stablehlo_conform``, its ``load`` and
+``stablehlo_conform.engine`` are imported before the timed runs, as in the
+tables; the time of that import is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -104,17 +120,26 @@ def _programs():
     ]
 
 
-CLOCK = time.perf_counter
+def _clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _timed(fn):
+    """``fn()``'s result and its (wall, cpu) seconds."""
+    w, c = _clocks()
+    out = fn()
+    w2, c2 = _clocks()
+    return out, (w2 - w, c2 - c)
 
 
 def _median(fn, repeat: int):
+    """(median wall seconds, median cpu seconds) of ``repeat`` runs, and the last result."""
     times = []
     out = None
     for _ in range(repeat):
-        t0 = CLOCK()
-        out = fn()
-        times.append(CLOCK() - t0)
-    return statistics.median(times), out
+        out, t = _timed(fn)
+        times.append(t)
+    return (statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)), out
 
 
 def _differs(out, expect) -> bool:
@@ -153,9 +178,8 @@ def bench(name, text, inputs, repeat: int, reference: bool) -> dict:
     if reference:
         try:
             ref = get_backend("reference")
-            t0 = time.perf_counter()
-            rout = ref._call(text, list(inputs), None)  # in a child process (aborts stay there)
-            row["ref"] = time.perf_counter() - t0
+            rout, t = _timed(lambda: ref._call(text, list(inputs), None))  # in a child process (aborts stay there)
+            row["ref"] = t[0]
             row["ref_differs"] = _differs(rout, out)
         except Exception as e:
             row["ref"] = type(e).__name__
@@ -166,36 +190,121 @@ def _cell(v, fmt="{:>10.2f}") -> str:
     return fmt.format(v) if isinstance(v, float) else f"{str(v)[:9]:>10}"
 
 
+def _table(rows: list[dict], clock: int, repeat: int) -> None:
+    """One table of ``rows``: wall times (``clock`` 0, with the reference's) or CPU times (1)."""
+    name = ("wall", "cpu")[clock]
+    ref = " (reference: wall time of one run)" if clock == 0 else ""
+    print(f"median of {repeat} runs, milliseconds of {name} time{ref}; ratios numpy/xla")
+    print(f"{'program':<16}{'np cold':>10}{'xla cold':>10}{'cold x':>10}{'np warm':>10}{'xla warm':>10}"
+          f"{'warm x':>10}" + (f"{'reference':>10}" if clock == 0 else ""))
+    for r in rows:
+        v = {k: (x[clock] if isinstance(x, tuple) else x) for k, x in r.items()}
+        ms = {k: x * 1e3 if isinstance(x, float) else x for k, x in v.items()}
+        cold = v["np_cold"] / v["xla_cold"] if isinstance(v.get("xla_cold"), float) else "-"
+        warm = v["np_warm"] / v["xla_warm"] if isinstance(v.get("xla_warm"), float) else "-"
+        flags = [k for k in ("xla_differs", "ref_differs") if r.get(k)]
+        print(f"{r['program']:<16}" + _cell(ms["np_cold"]) + _cell(ms["xla_cold"]) + _cell(cold)
+              + _cell(ms["np_warm"]) + _cell(ms["xla_warm"]) + _cell(warm)
+              + (_cell(ms.get("ref", "-")) if clock == 0 else "")
+              + (f"  ({', '.join(flags)})" if flags else ""))
+
+
+def startup_child(folder: Path, with_jax: bool) -> int:
+    """In a fresh process: the program of ``folder`` run cold twice; prints the times as JSON."""
+    if with_jax:
+        import jax  # noqa: F401 - imported first, as the benchmark's own process does
+    (t_import, (load, engine)) = _timed_import()
+    text = (folder / "program.mlir").read_text()
+    with np.load(folder / "inputs.npz") as z:
+        inputs = tuple(z[f"arg{i}"] for i in range(len(z.files)))
+
+    def numpy_cold():
+        (mod,) = load(text)
+        return engine(mod).call("main", inputs)
+
+    _, first = _timed(numpy_cold)
+    _, second = _timed(numpy_cold)
+    print(json.dumps({"import": t_import, "first": first, "second": second}))
+    return 0
+
+
+def _timed_import():
+    def imports():
+        from stablehlo_conform import load
+        from stablehlo_conform.engine import Engine
+
+        return load, Engine
+
+    mods, t = _timed(imports)
+    return t, mods
+
+
+def startup(name: str, text: str, inputs, runs: int) -> list[str]:
+    """The start-up lines: ``name`` run cold first and second in fresh processes, with jax
+    imported first and without."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "program.mlir").write_text(text)
+        np.savez(folder / "inputs.npz", **{f"arg{i}": np.asarray(a) for i, a in enumerate(inputs)})
+        for with_jax in (True, False):
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--startup-child", tmp]
+            cmd += [] if with_jax else ["--no-jax"]
+            got = []
+            for i in range(runs + 1):  # the first process only makes sure the bytecode cache is written
+                r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+                if r.returncode != 0:
+                    raise SystemExit(f"start-up child failed:\n{r.stderr}")
+                if i:
+                    got.append(json.loads(r.stdout.strip().splitlines()[-1]))
+
+            def ms(key: str, clock: int) -> float:
+                return 1e3 * statistics.median(g[key][clock] for g in got)
+
+            def diff(clock: int) -> float:
+                return 1e3 * statistics.median(g["first"][clock] - g["second"][clock] for g in got)
+
+            lines.append(
+                f"start-up, {'jax imported first' if with_jax else 'without jax'} ({name}, median of {runs} "
+                f"processes): first run {ms('first', 0):.1f} ms, second {ms('second', 0):.1f} ms, "
+                f"the first pays {diff(0):.1f} ms more (cpu: {ms('first', 1):.1f}, {ms('second', 1):.1f}, "
+                f"{diff(1):.1f} ms); importing load and the engine before: {ms('import', 0):.1f} ms")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated program names")
+    ap.add_argument("--startup-runs", type=int, default=3, help="fresh processes per start-up line (0: none)")
+    ap.add_argument("--startup-child", metavar="DIR", help=argparse.SUPPRESS)
+    ap.add_argument("--no-jax", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    global CLOCK
-    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.startup_child:
+        return startup_child(Path(args.startup_child), not args.no_jax)
     import jax
 
     only = {s for s in args.only.split(",") if s}
+    unknown = only - {name for name, _f, _i in _programs()}
+    if unknown:
+        ap.error(f"unknown program(s): {', '.join(sorted(unknown))}")
     rows = []
+    first = None
     for name, f, inputs in _programs():
         if only and name not in only:
             continue
         text = jax.jit(f).lower(*inputs).as_text()
+        first = first or (name, text, inputs)
         rows.append(bench(name, text, inputs, args.repeat, not args.no_reference))
-    print(f"median of {args.repeat} runs, milliseconds of {args.clock} time (reference: wall time of one run); "
-          "ratios numpy/xla")
-    print(f"{'program':<16}{'np cold':>10}{'xla cold':>10}{'cold x':>10}{'np warm':>10}{'xla warm':>10}"
-          f"{'warm x':>10}{'reference':>10}")
-    for r in rows:
-        ms = {k: v * 1e3 if isinstance(v, float) else v for k, v in r.items()}
-        cold = r["np_cold"] / r["xla_cold"] if isinstance(r.get("xla_cold"), float) else "-"
-        warm = r["np_warm"] / r["xla_warm"] if isinstance(r.get("xla_warm"), float) else "-"
-        flags = [k for k in ("xla_differs", "ref_differs") if r.get(k)]
-        print(f"{r['program']:<16}" + _cell(ms["np_cold"]) + _cell(ms["xla_cold"]) + _cell(cold)
-              + _cell(ms["np_warm"]) + _cell(ms["xla_warm"]) + _cell(warm) + _cell(ms.get("ref", "-"))
-              + (f"  ({', '.join(flags)})" if flags else ""))
+    _table(rows, 0, args.repeat)
+    print()
+    _table(rows, 1, args.repeat)
+    if first is not None and args.startup_runs > 0:
+        print()
+        for line in startup(*first, args.startup_runs):
+            print(line)
     return 0
 
 
