@@ -51,28 +51,39 @@ test when one of them does not parse.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from .types import split_top_level
 
-_STMT_RE = re.compile(
-    r"^(?P<indent>\s*)(?P<lhs>%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=\s*)?"
-    r"(?P<op>check\.expect_[a-z_]+(?=\s*[<(])|util\.unfoldable_constant\b|flow\.tensor\.dynamic_constant\b"
-    r"|util\.optimization_barrier\b|ml_program\.global(?:_load(?:_const)?|_store)?\b)(?P<rest>.*)$")
-_GLOBAL_RE = re.compile(r"^(?:(?:private|public|nested)\s+)?(?:mutable\s+)?@(?P<name>[\w$.\-]+)\s*"
-                        r"\((?P<init>.*)\)\s*:\s*(?P<ty>tensor<.*>)\s*$")
-_FUNC_RE = re.compile(r"^\s*func\.func\s+(?:(?P<vis>public|private|nested)\s+)?@(?P<name>[\w$.\-]+)\s*\((?P<args>\)?)")
-_FLOAT_LITERAL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
-_NEW_STMT = re.compile(r"^\s*(?:%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=|return\b|func\.|\}|\^)")
+# The patterns, compiled on first use (:func:`_pattern`): most texts hold no IREE construct,
+# and compiling them all takes about 2 ms of a process's first program.
+_PATTERNS = {
+    "stmt": r"^(?P<indent>\s*)(?P<lhs>%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=\s*)?"
+            r"(?P<op>check\.expect_[a-z_]+(?=\s*[<(])|util\.unfoldable_constant\b|flow\.tensor\.dynamic_constant\b"
+            r"|util\.optimization_barrier\b|ml_program\.global(?:_load(?:_const)?|_store)?\b)(?P<rest>.*)$",
+    "global": r"^(?:(?:private|public|nested)\s+)?(?:mutable\s+)?@(?P<name>[\w$.\-]+)\s*"
+              r"\((?P<init>.*)\)\s*:\s*(?P<ty>tensor<.*>)\s*$",
+    "func": r"^\s*func\.func\s+(?:(?P<vis>public|private|nested)\s+)?@(?P<name>[\w$.\-]+)\s*\((?P<args>\)?)",
+    "float": r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$",
+    "new_stmt": r"^\s*(?:%[\w$.#:]+(?:\s*,\s*%[\w$.#:]+)*\s*=|return\b|func\.|\}|\^)",
+}
 CONSTANT_OPS = ("util.unfoldable_constant", "flow.tensor.dynamic_constant")
 # attributes of StableHLO ops that are ``array<i64>`` now and were 1-D ``dense`` i64 tensors before
 ARRAY_ATTRS = ("broadcast_dimensions", "broadcast_sizes", "dimensions", "permutation", "start_indices",
                "limit_indices", "strides", "slice_sizes", "edge_padding_low", "edge_padding_high",
                "interior_padding", "window_strides", "window_dimensions", "window_dilations", "base_dilations",
                "lhs_dilation", "rhs_dilation", "fft_length")
-_DENSE_ARRAY = re.compile(r"\b(?P<name>" + "|".join(ARRAY_ATTRS) + r")\s*=\s*dense<(?P<value>[^<>]*)>\s*:\s*"
-                          r"tensor<(?P<n>\d+)xi64>")
+_PATTERNS["dense_array"] = (r"\b(?P<name>" + "|".join(ARRAY_ATTRS) + r")\s*=\s*dense<(?P<value>[^<>]*)>\s*:\s*"
+                            r"tensor<(?P<n>\d+)xi64>")
+
+
+@functools.cache
+def _pattern(name: str) -> re.Pattern:
+    return re.compile(_PATTERNS[name])
+
+
 IREE_CHECKS = ("expect_eq", "expect_eq_const", "expect_almost_eq", "expect_almost_eq_const",
                "expect_true", "expect_false", "expect_all_true")
 PREFIX = "check.iree_"
@@ -186,7 +197,7 @@ class _Rewriter:
                 operands.append(part)
             elif len(word) == 2 and word[0] in ("atol", "rtol"):
                 attrs.append(f"{word[0]} = {_float_attr(word[1])} : f64")
-            elif name.startswith("expect_almost_eq") and _FLOAT_LITERAL.match(part):
+            elif name.startswith("expect_almost_eq") and _pattern("float").match(part):
                 attrs.append(f"atol = {_float_attr(part)} : f64")  # the older positional (absolute) tolerance
             else:
                 attrs.append(f"value = {part}")
@@ -219,7 +230,7 @@ class _Rewriter:
 
     def ml_program(self, op: str, lhs: str, rest: str) -> str | None:
         if op == "ml_program.global":
-            m = _GLOBAL_RE.match(rest)
+            m = _pattern("global").match(rest)
             if m is None or lhs or _last_colon(m.group("init")) < 0:
                 return None
             v, ty = self.temp(), m.group("ty")
@@ -292,7 +303,7 @@ def upgrade_array_attrs(line: str) -> str:
     code = _code(line)
     if "dense<" not in code:
         return line
-    return _DENSE_ARRAY.sub(_array_attr, code) + line[len(code):]
+    return _pattern("dense_array").sub(_array_attr, code) + line[len(code):]
 
 
 def rewrite(text: str) -> str:
@@ -306,7 +317,7 @@ def rewrite(text: str) -> str:
     i = 0
     while i < len(lines):
         code = _code(lines[i])
-        m = _STMT_RE.match(code)
+        m = _pattern("stmt").match(code)
         if m is None:
             out.append(lines[i])
             i += 1
@@ -314,11 +325,11 @@ def rewrite(text: str) -> str:
         stmt, j = code.rstrip(), i
         while j + 1 < len(lines):
             depth = nesting(stmt)
-            if depth <= 0 and not (_incomplete(m.group("op"), stmt) and not _NEW_STMT.match(lines[j + 1])):
+            if depth <= 0 and not (_incomplete(m.group("op"), stmt) and not _pattern("new_stmt").match(lines[j + 1])):
                 break
             j += 1
             stmt += " " + _code(lines[j]).strip()
-        new = rw.statement(_STMT_RE.match(stmt))
+        new = rw.statement(_pattern("stmt").match(stmt))
         if new is None:
             out.append(lines[i])
             i += 1
@@ -348,7 +359,7 @@ def function_spans(text: str) -> list[FuncSpan]:
     lines = text.split("\n")
     i = 0
     while i < len(lines):
-        m = _FUNC_RE.match(lines[i])
+        m = _pattern("func").match(lines[i])
         if m is None:
             i += 1
             continue
