@@ -1,5 +1,5 @@
 """Generated blocks with fast paths and inlined loops give the step-by-step path's results,
-bit for bit (see ``engine._generate`` and ``opinfo.FastPath``)."""
+bit for bit (see ``engine.codegen`` and ``opinfo.FastPath``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from stablehlo_conform import frontend
-from stablehlo_conform.engine import Engine, _Plan
+from stablehlo_conform.engine import Engine
+from stablehlo_conform.engine.codegen import _Plan
 from stablehlo_conform.kernels.registry import load_all
 
 from test_engine import _assert_generated_matches_stepwise, _outputs

@@ -1,7 +1,7 @@
 """Fast paths: what a kernel declares it computes, for one op of static plain types, with a
 single NumPy call or a few (see :class:`stablehlo_conform.opinfo.FastPath`).
 
-The engine's generated blocks (``engine._generate``) call a fast path in place of the
+The engine's generated blocks (``engine.codegen``) call a fast path in place of the
 kernel: no context, no dispatch on element types, no result check. A fast path returns what
 the kernel returns for the same operands, bit for bit (``tests/test_fast_paths.py`` and
 ``tests/test_engine.py`` compare them); its factory returns None wherever it would not.
