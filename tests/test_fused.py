@@ -151,8 +151,17 @@ def test_rank_0_chains_match_the_kernels():
 }}"""
             for k in range(0, N, 7):
                 cases.append((text, (_values(t, 12)[k].reshape(()), _values(t, 13)[k].reshape(()))))
+        for direction in ("EQ", "NE", "GE", "GT", "LE", "LT"):
+            text = f"""func.func @main(%a: tensor<{t}>, %b: tensor<{t}>) -> tensor<{t}> {{
+  %s = "stablehlo.subtract"(%a, %b) : (tensor<{t}>, tensor<{t}>) -> tensor<{t}>
+  %p = stablehlo.compare {direction}, %s, %b : (tensor<{t}>, tensor<{t}>) -> tensor<i1>
+  %r = stablehlo.select %p, %s, %a : tensor<i1>, tensor<{t}>
+  func.return %r : tensor<{t}>
+}}"""
+            for k in range(0, N, 5):
+                cases.append((text, (_values(t, 15)[k].reshape(()), _values(t, 16)[k].reshape(()))))
     compared, fast = _run_all(cases)
-    assert compared > 400 and fast == compared
+    assert compared > 500 and fast == compared
 
 
 @pytest.mark.parametrize("t", ["f16", "bf16", "f32", "f64", "i8", "i32", "ui32", "ui64", "i4", "complex<f32>"])
