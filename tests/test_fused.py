@@ -190,7 +190,8 @@ def test_shape_ops_and_dots_match_the_kernels():
     f32 = np.random.default_rng(6).standard_normal((3, 4, 5)).astype(np.float32)
     text = """func.func @main(%x: tensor<3x4x5xf32>, %v: tensor<5xf32>, %i: tensor<i64>, %j: tensor<i64>,
                      %w: tensor<5x6xf32>, %k: tensor<ui32>) -> (tensor<3x4x6xf32>, tensor<2x2x3xf32>, tensor<4x3xf32>) {
-  %b = stablehlo.broadcast_in_dim %v, dims = [2] : (tensor<5xf32>) -> tensor<3x4x5xf32>
+  %b0 = stablehlo.broadcast_in_dim %v, dims = [1] : (tensor<5xf32>) -> tensor<1x5xf32>
+  %b = stablehlo.broadcast_in_dim %b0, dims = [1, 2] : (tensor<1x5xf32>) -> tensor<3x4x5xf32>
   %s = stablehlo.add %x, %b : tensor<3x4x5xf32>
   %t = stablehlo.broadcast_in_dim %s, dims = [0, 1, 2] : (tensor<3x4x5xf32>) -> tensor<3x4x5xf32>
   %u = stablehlo.multiply %t, %s : tensor<3x4x5xf32>
@@ -198,7 +199,10 @@ def test_shape_ops_and_dots_match_the_kernels():
   %e0 = stablehlo.dynamic_slice %x, %i, %j, %i, sizes = [2, 2, 3] : (tensor<3x4x5xf32>, tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<2x2x3xf32>
   %e1 = stablehlo.dynamic_slice %x, %k, %k, %k, sizes = [2, 2, 3] : (tensor<3x4x5xf32>, tensor<ui32>, tensor<ui32>, tensor<ui32>) -> tensor<2x2x3xf32>
   %e = stablehlo.subtract %e0, %e1 : tensor<2x2x3xf32>
-  %c = stablehlo.broadcast_in_dim %e, dims = [1, 0, 2] : (tensor<2x2x3xf32>) -> tensor<2x2x3xf32>
+  %c0 = stablehlo.broadcast_in_dim %e, dims = [1, 0, 2] : (tensor<2x2x3xf32>) -> tensor<2x2x3xf32>
+  %e2 = stablehlo.slice %e [0:2, 0:1, 1:2] : (tensor<2x2x3xf32>) -> tensor<2x1x1xf32>
+  %c1 = stablehlo.broadcast_in_dim %e2, dims = [0, 1, 2] : (tensor<2x1x1xf32>) -> tensor<2x2x3xf32>
+  %c = stablehlo.add %c0, %c1 : tensor<2x2x3xf32>
   %m = stablehlo.reshape %u : (tensor<3x4x5xf32>) -> tensor<60xf32>
   %n = stablehlo.slice %m [0:12] : (tensor<60xf32>) -> tensor<12xf32>
   %o = stablehlo.reshape %n : (tensor<12xf32>) -> tensor<4x3xf32>
@@ -209,7 +213,7 @@ def test_shape_ops_and_dots_match_the_kernels():
     w = np.random.default_rng(7).standard_normal((5, 6)).astype(np.float32)
     for i, j, k in ((1, 1, 1), (-5, 9, 2**31 + 3), (2, -1, 0)):
         args = (f32, v, np.array(i, np.int64), np.array(j, np.int64), w, np.array(k, np.uint32))
-        assert _check(text, args) >= 8
+        assert _check(text, args) >= 11
 
 
 LOOP = """func.func @main(%h: tensor<1x8xf32>, %xs: tensor<6x1x4xf32>, %w: tensor<8x8xf32>, %u: tensor<4x8xf32>,

@@ -141,7 +141,7 @@ def reshape_to(op, operand: np.ndarray, shape: Sequence) -> np.ndarray:
 
 def _fast_broadcast_in_dim(op):
     """``broadcast_in_dim`` of static shapes as a read-only view of the operand (the
-    kernel's result without its copy)."""
+    kernel's result without its copy); the operand may be a view itself."""
     types = _fast.plain_types(op)
     if types is None or op.operand_types[0].dtype != types[1]:
         return None
@@ -156,12 +156,25 @@ def _fast_broadcast_in_dim(op):
         expanded[dims[i]] = ishape[i]
     expanded = tuple(expanded)
     if order == list(range(len(dims))):
+        dt = types[1]
+        # a C-ordered operand's element strides along the result's dimensions (0 where broadcast)
+        inner = [int(np.prod(ishape[i + 1:], dtype=np.int64)) * dt.itemsize for i in range(len(ishape))]
+        strides = [0] * len(shape)
+        for i, d in enumerate(dims):
+            if ishape[i] != 1:
+                strides[d] = inner[i]
+        strides = tuple(strides)
+
         def call(x):
+            if x.__class__ is np.ndarray and x.flags.c_contiguous:
+                v = np.ndarray(shape, dt, x, 0, strides)
+                v.flags.writeable = False
+                return v
             return np.broadcast_to(np.reshape(x, expanded), shape)
     else:
         def call(x):
             return np.broadcast_to(np.transpose(x, order).reshape(expanded), shape)
-    return FastPath(call, view=True)
+    return FastPath(call, view=True, views=True)
 
 
 @kernel("stablehlo.broadcast_in_dim", fast=_fast_broadcast_in_dim)
