@@ -41,7 +41,8 @@ class FastPath(NamedTuple):
     new array otherwise. ``view``: the result may be a read-only view of an operand (the
     engine copies it unless every reader takes ``views``). ``scalar``: a Python expression
     over ``{0}``, ``{1}``, ... computing the same on rank-0 operands (NumPy scalars or 0-d
-    arrays), for a rank-0 result."""
+    arrays), for a rank-0 result. ``fresh``: the result is a new array that no other value
+    shares memory with (an element-wise ufunc may then write into it once it is dead)."""
 
     call: Callable[..., Any]
     views: bool = False
@@ -49,6 +50,7 @@ class FastPath(NamedTuple):
     view: bool = False
     scalar: str | None = None
     scalars: bool = False
+    fresh: bool = False
 
 # accuracy classes of a float result (spec.md leaves the accuracy of most float ops to the
 # implementation; see oracle/classes.py)

@@ -288,13 +288,14 @@ def test_element_wise_chain_writes_into_dead_buffers_only():
     eng = Engine(mod, registry)
     region = mod.funcs["main"].body
     plan = _Plan(region, 0, eng._steps(region.blocks[0]), False, registry, eng._steps)
-    by_name = {op.name + str(i): plan.reuse.get(id(op)) for i, op in enumerate(region.blocks[0].ops)}
+    ops = region.blocks[0].ops
+    by_name = {op.name + str(i): plan.reuse.get(id(op)) for i, op in enumerate(ops)}
     # %0 -> %1 -> %2 chain into one buffer; %3 is returned, so %4 and %7 may not overwrite it;
-    # %5 writes into %4's buffer; tanh is not a ufunc; %bb is a view; %8 and %9 alias %5, so
-    # %10 may not overwrite it
+    # %5 writes into %4's buffer; tanh's result is new, so %7 writes into it; %bb is a view;
+    # %8 and %9 alias %5, so %10 may not overwrite it
     assert by_name["stablehlo.multiply2"] is not None and by_name["stablehlo.add3"] is not None
     assert by_name["stablehlo.divide5"] is None and by_name["stablehlo.negate6"] is not None
-    assert by_name["stablehlo.add8"] is None and by_name["stablehlo.abs11"] is None
+    assert by_name["stablehlo.add8"] == ops[7].results[0] and by_name["stablehlo.abs11"] is None
 
 
 @pytest.mark.parametrize("op", ["tanh", "exponential", "log", "logistic", "sine"])

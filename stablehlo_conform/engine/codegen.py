@@ -70,8 +70,9 @@ class _Plan:
     caller reads it); a broadcast declared ``view`` stays a read-only view
     where every reader takes ``views`` (else its kernel runs); and an
     element-wise ufunc writes its result (``out=``) into an operand of its
-    type and shape whose buffer it owns: the result of another ufunc of the
-    same block, read only by ufuncs of that block, this op the last.
+    type and shape whose buffer it owns: the result of another ufunc (or of a
+    fast path declared ``fresh``) of the same block, read only by ufuncs of
+    that block, this op the last.
     """
 
     def __init__(self, region, index, steps, lanes, registry, steps_of):
@@ -190,7 +191,7 @@ class _Plan:
             for v in op.operands:
                 last[v] = (id(block), pos)
             fp = self.fast.get(id(op))
-            if fp is not None and fp.out and not _rank0(op.result_types[0]):
+            if fp is not None and (fp.out or fp.fresh) and not _rank0(op.result_types[0]):
                 owner[op.results[0]] = (id(block), pos)
         taken: set[int] = set()
         for block, pos, (op, *_rest) in self._all_steps():

@@ -135,7 +135,7 @@ def _fast_rounded_once(f, g, general):
             return r.astype(dt) if not screen(r) else g(dt, x)
 
         if size <= SCREEN_BLOCK:
-            return FastPath(one)
+            return FastPath(one, fresh=True)
 
         def call(x):
             flat = x.reshape(-1)
@@ -144,7 +144,7 @@ def _fast_rounded_once(f, g, general):
                 res[i:i + SCREEN_BLOCK] = one(flat[i:i + SCREEN_BLOCK])
             return res.reshape(shape)
 
-        return FastPath(call)
+        return FastPath(call, fresh=True)
 
     return fast
 

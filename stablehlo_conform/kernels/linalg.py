@@ -194,11 +194,11 @@ def _fast_dot_general(op):
             and lperm is None and rperm is None):
         # engines run products on one BLAS thread (Engine.call)
         if lshape == lmat and rshape == rmat and out_shape == (lmat[0], rmat[1]):
-            return FastPath(np.dot)
+            return FastPath(np.dot, fresh=True)
 
         def call(a, b):
             return np.dot(a.reshape(lmat), b.reshape(rmat)).reshape(out_shape)
-        return FastPath(call)
+        return FastPath(call, fresh=True)
 
     def general(a, b):
         return dot_general_arrays(a, b, *nums, dt)
