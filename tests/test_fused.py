@@ -317,3 +317,17 @@ def test_rounded_once_fast_path_in_blocks_matches_the_kernel(op):
   func.return %r : tensor<3x20011xf32>
 }}"""
     assert _check(text, (x,)) == 1
+
+
+@pytest.mark.parametrize("t", ["f16", "f32", "f64", "i32", "ui8"])
+def test_maximum_minimum_against_a_broadcast_view_match_the_kernels(t):
+    """IEEE maximum/minimum (NaN first, -0 < +0) with one operand a broadcast view of a
+    rank-0 value."""
+    text = f"""func.func @main(%a: tensor<{N}x{t}>, %c: tensor<{t}>) -> (tensor<{N}x{t}>, tensor<{N}x{t}>) {{
+  %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<{t}>) -> tensor<{N}x{t}>
+  %hi = stablehlo.maximum %a, %b : tensor<{N}x{t}>
+  %lo = stablehlo.minimum %b, %a : tensor<{N}x{t}>
+  func.return %hi, %lo : tensor<{N}x{t}>, tensor<{N}x{t}>
+}}"""
+    for k in range(12):
+        assert _check(text, (_values(t, 17), _values(t, 18)[k].reshape(()))) == 3

@@ -44,8 +44,9 @@ def native_family(dt: np.dtype) -> str | None:
 def elementwise(fn: Callable, native: dict[str, Callable] | None = None) -> Callable:
     """The fast-path factory of an element-wise kernel ``apply``-ing ``fn(dt, *xs)``
     (``kernels.elementwise.apply``): ``native[family]`` itself (a ufunc, see
-    :func:`native_family`) where every operand has the result's type and the kernel computes
-    exactly that ufunc there; else ``fn`` called directly (the kernel without its dispatch)."""
+    :func:`native_family`, or a :class:`FastPath`) where every operand has the result's type
+    and the kernel computes exactly that there; else ``fn`` called directly (the kernel
+    without its dispatch)."""
 
     def fast(op) -> FastPath | None:
         types = plain_types(op)
@@ -54,6 +55,8 @@ def elementwise(fn: Callable, native: dict[str, Callable] | None = None) -> Call
         ins, dt, _ = types
         if native and all(d == dt for d in ins):
             uf = native.get(native_family(dt))
+            if isinstance(uf, FastPath):
+                return uf
             if uf is not None:
                 return FastPath(uf, views=True, out=True)
         name, loc = op.name, str(op.loc)

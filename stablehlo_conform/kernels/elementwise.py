@@ -439,7 +439,8 @@ def _lex(a, b, greater: bool):
     return nan_a | pick
 
 
-@binary("stablehlo.maximum", native={"int": np.maximum})
+@binary("stablehlo.maximum", native={"int": np.maximum,
+                                       "float": FastPath(ieee_maximum, views=True, scalars=True, fresh=True)})
 def maximum(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -453,7 +454,8 @@ def maximum(dt, a, b):
     return np.where(_pick_max(a, b), a, b)
 
 
-@binary("stablehlo.minimum", native={"int": np.minimum})
+@binary("stablehlo.minimum", native={"int": np.minimum,
+                                       "float": FastPath(ieee_minimum, views=True, scalars=True, fresh=True)})
 def minimum(dt, a, b):
     k = _kind(a)
     if k == "bool":
