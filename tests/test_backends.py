@@ -138,6 +138,19 @@ def test_f6_is_unsupported():
         wire_for(T.TensorType((2,), T.element_type("f6E2M3FN")), None, "xla")
 
 
+def test_an_op_outside_stablehlo_is_unsupported_on_xla_in_words():
+    text = """func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = math.ceil %x : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}"""
+    mod = load(text)[0]
+    with pytest.raises(UnsupportedOp) as e:
+        get_backend("xla").run_function(mod, "main", [np.ones(3, np.float32)], Options(extra={"isolate": False}))
+    assert ("the math dialect (not StableHLO) is not registered in the client's compiler; the program's first "
+            "op of it: math.ceil") in str(e.value)
+    assert "Dialect `math' not found" not in str(e.value)
+
+
 DYNAMIC = """
 func.func @main(%n: tensor<i64>, %a: tensor<?xbf16>) -> tensor<?xbf16> {
   %0 = stablehlo.convert %n : (tensor<i64>) -> tensor<i32>

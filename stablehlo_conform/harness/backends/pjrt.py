@@ -526,6 +526,10 @@ class PjrtBackend(NativeBackend):
         first = msg.splitlines()[0][:300] if msg else "compile failed"
         if "serialize" in msg.lower() and "version" in msg.lower():
             return self._version_error(text, msg)
+        m = re.search(r"Dialect .(\w+)' not found for custom op '([\w.]+)'", msg)
+        if m:  # an op of a dialect outside StableHLO that the client's compiler does not register
+            return UnsupportedOp(self.label, f"the {m.group(1)} dialect (not StableHLO) is not registered in the "
+                                 f"client's compiler; the program's first op of it: {m.group(2)}")
         m = re.search(r"failed to legalize operation '([\w.]+)'|'([\w.]+)' op can't be translated", msg)
         if m:
             return UnsupportedOp(self.label, f"{m.group(1) or m.group(2)} is not lowered by the client: {first}")
