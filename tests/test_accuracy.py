@@ -239,3 +239,15 @@ def test_ulp_defaults_are_derived_from_the_table_by_the_documented_rule(tmp_path
     assert [A.step_cap(t) for t in ("f4E2M1FN", "f8E4M3FN", "bf16", "f32", "complex<f64>")] == [8, 32, 64, 64, 64]
     assert doc["rule"] == A.DEFAULTS_RULE and list(doc["ops"])[-1] == "*"
     Profile.from_dict(doc)  # the format the accuracy classes read
+
+
+def test_report_names_a_plugin_by_its_name_not_its_library_path():
+    lib = "pjrt:/opt/vendor/site-packages/acme_pjrt/lib/libpjrt_acme.so?cpu_device_count=2"
+    cells = [A.Cell(lib, "stablehlo.exponential", "f32", n=10, correctly_rounded=10, max_ulp=0.5),
+             A.Cell(lib, "stablehlo.log", "f32", status="error",
+                    message=f"{lib[5:].partition('?')[0]} failed to compile")]
+    text = A.render_markdown(cells, {"command": "conform accuracy", "samples": 10})
+    assert "/opt/vendor" not in text
+    assert "## pjrt:pjrt_acme?cpu_device_count=2" in text  # the file's name: no package holds it here
+    assert "### pjrt:pjrt_acme?cpu_device_count=2: cells not measured" in text
+    assert "- `stablehlo.log` f32: error: pjrt_acme failed to compile" in text

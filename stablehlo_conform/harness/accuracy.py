@@ -59,6 +59,7 @@ from .. import frontend
 from .. import types as T
 from ..compare import ulp_distance
 from .backends import get_backend
+from .backends.names import display_name, shorten_names
 from ..numeric import float_from_bits, kind_of, significand_and_emin, wide
 from ..oracle import exact as X
 from ..oracle.classes import EXACT_OPS, measured_bound
@@ -565,20 +566,21 @@ def render_markdown(cells: Sequence[Cell], meta: dict, notes: dict | None = None
     for b in backends:
         mine = [c for c in cells if c.backend == b]
         by = {(c.op, c.type): c for c in mine}
-        lines += [f"## {b}", ""]
+        shown = display_name(b)  # a plugin by its name, not its library's path
+        lines += [f"## {shown}", ""]
         for title, group in groups:
             ops = sorted({op for t in group for op in ops_for(t)} | {c.op for c in mine if c.type in group})
             if group and ops:
-                lines += [f"### {b}: {title}", ""] + _type_table(group, ops, by)
+                lines += [f"### {shown}: {title}", ""] + _type_table(group, ops, by)
         lines += _not_applicable_notes(types)
         if b == NOTED_BACKEND:
             lines += _bounds_section(b, mine, notes)
         else:
-            lines += _worst_section(b, mine)
+            lines += _worst_section(shown, mine)
         errs = [c for c in mine if c.status != "ok"]
         if errs:
-            lines += [f"### {b}: cells not measured", ""]
-            lines += [f"- `{c.op}` {c.type}: {c.status}: {c.message}" for c in errs] + [""]
+            lines += [f"### {shown}: cells not measured", ""]
+            lines += [f"- `{c.op}` {c.type}: {c.status}: {shorten_names(c.message, [b])}" for c in errs] + [""]
     lines += ["## Default ULP bounds", "",
               "`stablehlo_conform/oracle/ulp_defaults.json`, the bounds comparisons allow by default, is derived "
               "from these cells by `--write-defaults`: " + DEFAULTS_RULE, ""]
