@@ -17,8 +17,9 @@ Every run is timed by two clocks at once, wall time and the process's CPU time
 machine wall time mostly measures waiting for a core): two tables, each figure
 the median of ``--repeat`` runs. The reference interpreter (a child process:
 ``stablehlo-translate --interpret``) runs each program once, cold, where it
-can (wall time only). Results of XLA and the reference are compared with
-numpy's. The ratios printed are numpy/xla, cold and warm.
+can (wall time only), after every program has been timed. Results of XLA and
+the reference are compared with numpy's. The ratios printed are numpy/xla, cold
+and warm.
 
 Start-up: the first program a process runs pays for what the package loads
 once (the MLIR bindings and their context, kernel modules, first-use caches).
@@ -149,7 +150,8 @@ def _differs(out, expect) -> bool:
                for o, r in zip(out, expect))
 
 
-def bench(name, text, inputs, repeat: int, reference: bool) -> dict:
+def bench(name, text, inputs, repeat: int) -> tuple[dict, tuple]:
+    """The row of one program (numpy and XLA, cold and warm) and numpy's results."""
     from stablehlo_conform import load
     from stablehlo_conform.engine import Engine
     from stablehlo_conform.harness.backends import get_backend
@@ -175,15 +177,21 @@ def bench(name, text, inputs, repeat: int, reference: bool) -> dict:
         row["xla_differs"] = _differs(xout, out)
     except Exception as e:  # a program XLA cannot run
         row["xla_cold"] = row["xla_warm"] = type(e).__name__
-    if reference:
-        try:
-            ref = get_backend("reference")
-            rout, t = _timed(lambda: ref._call(text, list(inputs), None))  # in a child process (aborts stay there)
-            row["ref"] = t[0]
-            row["ref_differs"] = _differs(rout, out)
-        except Exception as e:
-            row["ref"] = type(e).__name__
-    return row
+    return row, out
+
+
+def reference_run(row: dict, text, inputs, out) -> None:
+    """The reference interpreter's time of one cold run of ``text`` into ``row`` (run after
+    every program's timing: its long child processes would disturb the timings after them)."""
+    from stablehlo_conform.harness.backends import get_backend
+
+    try:
+        ref = get_backend("reference")
+        rout, t = _timed(lambda: ref._call(text, list(inputs), None))  # in a child process (aborts stay there)
+        row["ref"] = t[0]
+        row["ref_differs"] = _differs(rout, out)
+    except Exception as e:
+        row["ref"] = type(e).__name__
 
 
 def _cell(v, fmt="{:>10.2f}") -> str:
@@ -291,13 +299,18 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown program(s): {', '.join(sorted(unknown))}")
     rows = []
-    first = None
+    programs = []
     for name, f, inputs in _programs():
         if only and name not in only:
             continue
         text = jax.jit(f).lower(*inputs).as_text()
-        first = first or (name, text, inputs)
-        rows.append(bench(name, text, inputs, args.repeat, not args.no_reference))
+        row, out = bench(name, text, inputs, args.repeat)
+        programs.append((name, text, inputs, out))
+        rows.append(row)
+    first = programs[0][:3] if programs else None
+    if not args.no_reference:
+        for row, (_name, text, inputs, out) in zip(rows, programs):
+            reference_run(row, text, inputs, out)
     _table(rows, 0, args.repeat)
     print()
     _table(rows, 1, args.repeat)
