@@ -30,7 +30,7 @@ def _bindings():
         # Python modules of op classes (jaxlib.mlir.dialects.*) themselves for the ops a program has
         from jaxlib.mlir._mlir_libs import _chlo, _jax_mlir_ext, _stablehlo
 
-        _state.update(ir=ir, stablehlo=_stablehlo, chlo=_chlo, sh=_stablehlo, ext=_jax_mlir_ext)
+        _state.update(ir=ir, chlo=_chlo, sh=_stablehlo, ext=_jax_mlir_ext)
         _state["provider"] = "jaxlib"
         _state["sdy"] = _sdy_module()
         _state["ctx"] = new_context(load_all=False)
@@ -93,7 +93,7 @@ def new_context(load_all: bool = True):
     ctx.append_dialect_registry(reg)
     if load_all:
         ctx.load_all_available_dialects()
-    st["stablehlo"].register_dialect(ctx)
+    st["sh"].register_dialect(ctx)
     st["chlo"].register_dialect(ctx)
     st["sh"].register_interpreter_dialect(ctx)
     _register_sdy(ctx)

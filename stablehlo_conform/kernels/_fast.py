@@ -16,7 +16,7 @@ import numpy as np
 from .. import types as T
 from ..errors import UnsupportedOp
 from ..opinfo import FastPath
-from ..numeric import NATIVE_FLOATS, is_subbyte_int
+from ..numeric import NATIVE_FLOATS, is_subbyte_int, out
 
 
 def plain_types(op) -> tuple[tuple[np.dtype, ...], np.dtype, tuple[int, ...]] | None:
@@ -66,7 +66,7 @@ def elementwise(fn: Callable, native: dict[str, Callable] | None = None) -> Call
                 r = fn(dt, *xs)
             except NotImplementedError as e:  # as kernels.elementwise.apply reports it
                 raise UnsupportedOp(name, str(e), loc) from None
-            return r if r.__class__ is np.ndarray and r.dtype == dt else np.asarray(r).astype(dt)
+            return out(r, dt)
 
         return FastPath(call)
 

@@ -32,24 +32,32 @@ def _ints(v) -> tuple[int, ...]:
     return tuple(int(x) for x in v)
 
 
+def broadcast_layout(ishape: Sequence[int], dims: Sequence[int], shape: Sequence[int]) -> tuple[list, tuple]:
+    """How an operand of shape ``ishape`` broadcasts into ``shape`` with its dimension ``i``
+    becoming result dimension ``dims[i]`` (spec.md#broadcast_in_dim): the order its
+    dimensions are transposed into (ascending ``dims``) and the shape it is then reshaped to
+    (its sizes at ``dims``, 1 elsewhere). Raises ValueError where sizes neither match nor are 1."""
+    dims = list(dims)
+    if len(dims) != len(ishape):
+        raise ValueError(f"broadcast_dimensions {dims} do not match operand rank {len(ishape)}")
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    expanded = [1] * len(shape)
+    for i in order:
+        n = ishape[i]
+        if n != 1 and n != shape[dims[i]]:
+            raise ValueError(f"operand dimension {i} of size {n} cannot broadcast to {shape[dims[i]]}")
+        expanded[dims[i]] = n
+    return order, tuple(expanded)
+
+
 def broadcast_to_shape(operand: np.ndarray, dims: Sequence[int], shape: Sequence[int]) -> np.ndarray:
     """``operand`` dimension ``i`` becomes result dimension ``dims[i]``
     (spec.md#broadcast_in_dim); sizes must match or be 1."""
     operand = np.asarray(operand)
-    dims = list(dims)
     shape = tuple(int(s) for s in shape)
-    if len(dims) != operand.ndim:
-        raise ValueError(f"broadcast_dimensions {dims} do not match operand rank {operand.ndim}")
-    order = sorted(range(len(dims)), key=lambda i: dims[i])
-    moved = operand.transpose(order) if order != list(range(len(dims))) else operand
-    expanded = [1] * len(shape)
-    for i in order:
-        n = operand.shape[i]
-        if n != 1 and n != shape[dims[i]]:
-            raise ValueError(f"operand dimension {i} of size {n} cannot broadcast to {shape[dims[i]]}")
-        expanded[dims[i]] = n
-    moved = moved.reshape(expanded)
-    return _c(np.broadcast_to(moved, shape))
+    order, expanded = broadcast_layout(operand.shape, dims, shape)
+    moved = operand.transpose(order) if order != list(range(len(order))) else operand
+    return _c(np.broadcast_to(moved.reshape(expanded), shape))
 
 
 def iota_array(shape: Sequence[int], dim: int, dtype: np.dtype) -> np.ndarray:
@@ -148,13 +156,10 @@ def _fast_broadcast_in_dim(op):
     dims = _ints(op.attr("broadcast_dimensions"))
     shape = types[2]
     ishape = tuple(op.operand_types[0].shape)
-    if len(dims) != len(ishape) or any(n != 1 and n != shape[d] for n, d in zip(ishape, dims)):
+    try:
+        order, expanded = broadcast_layout(ishape, dims, shape)
+    except ValueError:
         return None  # the kernel reports it
-    order = sorted(range(len(dims)), key=lambda i: dims[i])
-    expanded = [1] * len(shape)
-    for i in order:
-        expanded[dims[i]] = ishape[i]
-    expanded = tuple(expanded)
     if order == list(range(len(dims))):
         dt = types[1]
         # a C-ordered operand's element strides along the result's dimensions (0 where broadcast)
