@@ -35,7 +35,7 @@ from .sugar import (
 )
 from .bindings import (
     _IREE_CHECK, _IREE_CHECK_RE, _bindings, _iree_bindings, _iree_state, _is_iree_module, _isa, _jaxlib_attr, _lock,
-    _register_sdy, _sdy_module, _state, _string_attr, loaded_context, new_context, provider_version,
+    _register_sdy, _sdy_module, _state, _string_attr, new_context, provider_version,
 )
 from .parse import (
     LARGE_LITERAL, MAX_NESTING, _ConstantError, _HEX_BLOCK, _HEX_OPEN, _LITERAL_NAME, _LITERAL_REF_RE, _LOC_RE,
@@ -64,7 +64,7 @@ __all__ = [
     'split_text', 'UnclosedCheck', '_CHECK_HEAD', '_CHECK_PROPS_RE', '_CHECK_START', '_check_starts', '_depth',
     '_rewrite_check_stmt', '_split_type_suffix', '_strip_comment', '_sugar_free', 'rewrite_check_sugar',
     '_IREE_CHECK', '_IREE_CHECK_RE', '_bindings', '_iree_bindings', '_iree_state', '_is_iree_module', '_isa',
-    '_jaxlib_attr', '_lock', '_register_sdy', '_sdy_module', '_state', '_string_attr', 'loaded_context', 'new_context',
+    '_jaxlib_attr', '_lock', '_register_sdy', '_sdy_module', '_state', '_string_attr', 'new_context',
     'provider_version', 'LARGE_LITERAL', 'MAX_NESTING', '_ConstantError', '_HEX_BLOCK', '_HEX_OPEN',
     '_LITERAL_NAME', '_LITERAL_REF_RE', '_LOC_RE', '_NEST_TOKEN_RE', '_PARSED_BUFFER', '_budget', '_check_budget',
     '_diagnostics', '_extract_literals', '_format_diag', '_hex_to_bytes', '_line_col', '_literal_ids',

@@ -33,7 +33,7 @@ def _bindings():
         _state.update(ir=ir, chlo=_chlo, sh=_stablehlo, ext=_jax_mlir_ext)
         _state["provider"] = "jaxlib"
         _state["sdy"] = _sdy_module()
-        _state["ctx"] = new_context(load_all=False)
+        _state["ctx"] = new_context()
         _state["attr_classes"] = [
             getattr(_stablehlo, n)
             for n in (
@@ -76,43 +76,23 @@ def _isa(a, cls) -> bool:
     return bool(check(a)) if check is not None else False
 
 
-def new_context(load_all: bool = True):
+def new_context():
     """A context with every dialect the bindings provide (stablehlo, chlo,
     func, arith, math, tensor, shape, cf, quant, vhlo, ...) plus the
-    interpreter dialect; unregistered dialects (``check``) are allowed.
-
-    ``load_all=False``: stablehlo, chlo, the interpreter's and Shardy's
-    dialects are loaded, the others when the parser first meets one of their
-    ops, types or attributes (loading every dialect takes milliseconds that a
-    program reading a few of them need not pay); see :func:`loaded_context`."""
+    interpreter dialect; unregistered dialects (``check``) are allowed."""
     st = _state
     ir = st["ir"]
     reg = ir.DialectRegistry()
     st["ext"].register_dialects(reg)
     ctx = ir.Context()
     ctx.append_dialect_registry(reg)
-    if load_all:
-        ctx.load_all_available_dialects()
+    ctx.load_all_available_dialects()
     st["sh"].register_dialect(ctx)
     st["chlo"].register_dialect(ctx)
     st["sh"].register_interpreter_dialect(ctx)
     _register_sdy(ctx)
     ctx.allow_unregistered_dialects = True
     return ctx
-
-
-def loaded_context():
-    """The shared context (``_bindings()["ctx"]``) with every available dialect loaded, once:
-    what passes, the reference interpreter, bytecode and op building use (they may create
-    ops of a dialect that no parsed text named, which a dialect not yet loaded would leave
-    unregistered). Parsing, verifying and lowering text use the context as it is."""
-    st = _bindings()
-    if not st.get("all_loaded"):
-        with _lock:
-            if not st.get("all_loaded"):
-                st["ctx"].load_all_available_dialects()
-                st["all_loaded"] = True
-    return st["ctx"]
 
 
 def _sdy_module():

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ParseError
 from .sugar import _sugar_free
-from .bindings import _bindings, _isa, _state, loaded_context
+from .bindings import _bindings, _isa, _state
 from .parse import _diagnostics
 
 
@@ -71,7 +71,7 @@ def op_inventory(text: str, entry: str = "main") -> list[dict[str, Any]]:
     ``used`` (some result has a use), ``terminator``, ``regions``."""
     st = _bindings()
     ir = st["ir"]
-    with loaded_context(), ir.Location.unknown():
+    with st["ctx"], ir.Location.unknown():
         mod, fop = _parse_for_edit(text, entry)
         ops = _entry_ops(fop)
         where = {o: i for i, o in enumerate(ops)}
@@ -93,7 +93,7 @@ def count_ops(text: str) -> int:
     """Ops of every function of a module, terminators not counted."""
     st = _bindings()
     ir = st["ir"]
-    with loaded_context(), ir.Location.unknown():
+    with st["ctx"], ir.Location.unknown():
         mod = ir.Module.parse(_sugar_free(text))
         return sum(1 for f in _module_funcs(mod).values() for o in _entry_ops(f)
                    if not _is_terminator_name(o.name))
@@ -191,7 +191,7 @@ def edit_module(text: str, edits: list[tuple], entry: str = "main") -> tuple[str
     """
     st = _bindings()
     ir = st["ir"]
-    with loaded_context(), ir.Location.unknown():
+    with st["ctx"], ir.Location.unknown():
         mod, fop = _parse_for_edit(text, entry)
         ops = _entry_ops(fop)
         block = fop.regions[0].blocks[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..program import (Module)
 from .chunks import Chunk, read_chunks, split_text
 from .sugar import _sugar_free
-from .bindings import _bindings, loaded_context
+from .bindings import _bindings
 from .parse import parse_chunk
 from .lower import lower_module
 
@@ -71,10 +71,9 @@ def needed_stablehlo_version(text: str, above: tuple[int, ...]) -> tuple[tuple[i
                 diags.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
             return False
 
-    ctx = loaded_context()
-    with ctx:
+    with st["ctx"]:
         mod = ir.Module.parse(text)
-        handle = ctx.attach_diagnostic_handler(handler)
+        handle = st["ctx"].attach_diagnostic_handler(handler)
         try:
             if serializes(tuple(above)):
                 return tuple(above)[:3], ""  # type: ignore[return-value]
@@ -91,7 +90,7 @@ def to_bytecode(text: str) -> bytes:
     import io
 
     st = _bindings()
-    with loaded_context():
+    with st["ctx"]:
         mod = st["ir"].Module.parse(_sugar_free(text))
         buf = io.BytesIO()
         mod.operation.write_bytecode(buf)

@@ -18,7 +18,7 @@ from ..deep import HANDOFF_DEPTH, run_deep
 from ..errors import ParseError
 from .chunks import Chunk
 from .sugar import UnclosedCheck, _sugar_free
-from .bindings import _IREE_CHECK, _IREE_CHECK_RE, _bindings, _iree_bindings, _iree_state, _state, loaded_context
+from .bindings import _IREE_CHECK, _IREE_CHECK_RE, _bindings, _iree_bindings, _iree_state, _state
 
 
 # --------------------------------------------------------------------------- #
@@ -243,7 +243,6 @@ def _diagnostics(error, path: str, line_offset: int = 0) -> list[str]:
 def _parse_binary(data: bytes, ctx):
     st = _state
     ir = st["ir"]
-    loaded_context()  # bytecode and portable artifacts: read with every dialect loaded
     first_error = None
     try:
         mod = ir.Module.parse(data)

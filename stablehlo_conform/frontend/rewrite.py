@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import ParseError
 from .sugar import _sugar_free
-from .bindings import _bindings, _state, loaded_context
+from .bindings import _bindings, _state
 from .lower import _Lowerer
 
 
@@ -45,7 +45,7 @@ def prepare_entry(text: str, entry: str, strip_checks: bool = False, keep: froze
     st = _bindings()
     ir = st["ir"]
     checks: list[tuple[str, int]] = []
-    with loaded_context(), ir.Location.unknown():
+    with st["ctx"], ir.Location.unknown():
         mod = ir.Module.parse(_sugar_free(text))
         body = mod.body
         funcs = {ir.StringAttr(o.attributes["sym_name"]).value: o.operation
@@ -109,7 +109,7 @@ def eval_reference(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
     abort the process, so call this in a child process."""
     st = _bindings()
     ir = st["ir"]
-    with loaded_context():
+    with st["ctx"]:
         mod = ir.Module.parse(text)
         attrs = []
         for a in args:
@@ -132,7 +132,7 @@ def op_texts(text: str) -> list[str]:
     st = _bindings()
     ir = st["ir"]
     out: list[str] = []
-    with loaded_context():
+    with st["ctx"]:
         mod = ir.Module.parse(_sugar_free(text))
 
         def walk(op):
@@ -161,7 +161,7 @@ def refine_shapes(text: str) -> str:
         st["passes"] = True
     from jaxlib.mlir import passmanager
 
-    with loaded_context():
+    with st["ctx"]:
         mod = ir.Module.parse(text)
         for o in mod.body.operations:
             o = o.operation
