@@ -127,3 +127,28 @@ def test_official_interpret_suite_parses(interpret):
             except ParseError as e:
                 bad.append((p.name, e.diagnostics[0]))
     assert all(name == "quantized_ops.mlir" for name, _ in bad), bad[:3]
+
+
+def test_a_fresh_process_parses_every_dialect_it_evaluates():
+    """The first program of a process may hold ops of any dialect the bindings provide
+    (complex, math, tensor, scf, shape, ...): nothing parsed before has loaded them."""
+    import subprocess
+    import sys
+
+    code = '''
+from stablehlo_conform import load
+(mod,) = load("""func.func @main(%a: f32, %t: tensor<2xf32>) -> tensor<f32> {
+  %c = complex.create %a, %a : complex<f32>
+  %r = complex.re %c : complex<f32>
+  %s = math.sqrt %r : f32
+  %i = arith.constant 0 : index
+  %e = tensor.extract %t[%i] : tensor<2xf32>
+  %f = arith.addf %s, %e : f32
+  %o = tensor.from_elements %f : tensor<f32>
+  func.return %o : tensor<f32>
+}""")
+print(sorted({op.name.split(".")[0] for f in mod.funcs.values() for op in f.body.blocks[0].ops}))
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['arith', 'complex', 'func', 'math', 'tensor']"
