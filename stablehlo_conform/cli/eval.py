@@ -25,6 +25,7 @@ from ..harness.guard import GuardError, atomic_path, prepare_outputs, write_atom
 from .common import SECONDS, InputFile, usable_backend
 from ..compare import is_float_dtype
 from ..harness import inputs as I
+from ..harness import recipe as R
 from ..harness.backends import BackendUnavailable, check_name, get_backend
 from ..harness.support import unsupported_ops
 from .. import frontend
@@ -94,6 +95,23 @@ def _inputs(func, inputs_path, use_random: bool, seed: int, required: bool = Tru
     return None
 
 
+def _recipe(program: str, func):
+    """The model recipe beside ``program`` (None when it has none), checked against ``func``."""
+    path = R.recipe_path(program)
+    if path is None:
+        return None
+    try:
+        recipe = R.read_recipe(path)
+        R.check_fits(recipe, func.param_types)
+    except InputError as e:
+        _fail(str(e))
+    return recipe
+
+
+def _recipe_inputs(recipe, seed: int):
+    return R.build_inputs(recipe, seed if seed else None)
+
+
 class _Opts:
     """Options handed to backends (timeout, isolation)."""
 
@@ -121,7 +139,8 @@ def _format_array(name: str, ttype, a) -> str:
 @click.argument("program", type=InputFile(bounded=False))
 @click.option("--inputs", "inputs_path", type=InputFile(bounded=False),
               help=".npz with one array per argument (arg0, arg1, ... or argument names).")
-@click.option("--random", "use_random", is_flag=True, help="Seeded random inputs per argument type.")
+@click.option("--random", "use_random", is_flag=True,
+              help="Seeded random inputs per argument type (a model's default: its recipe's inputs).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--entry", default=None, help="Function to run (default: main, or the only public one).")
 @click.option("--backend", default="numpy", show_default=True,
@@ -157,7 +176,8 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
     if backend == "numpy":
         _print_unsupported(module)
     func = _entry(module, entry)
-    args = _inputs(func, inputs_path, use_random, seed)
+    recipe = None if (inputs_path or use_random) else _recipe(program, func)
+    args = _recipe_inputs(recipe, seed) if recipe is not None else _inputs(func, inputs_path, use_random, seed)
     opts = _Opts(timeout or None)
     opts.num_replicas, opts.num_partitions = num_replicas, num_partitions
     grid = (num_replicas or 1) * (num_partitions or 1) > 1
@@ -239,8 +259,8 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the report as JSON.")
 @click.option("--localise", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Run every op alone on every backend: on mismatch (auto), always or never.")
-@click.option("--max-ops", default=300, show_default=True, type=click.IntRange(1),
-              help="Op runs compared when localising.")
+@click.option("--max-ops", default=None, type=click.IntRange(1),
+              help="Op runs compared when localising (default: 300; a model's: all).")
 @click.option("--timeout", default=120.0, show_default=True, type=SECONDS, help="Seconds per backend call (0: none).")
 @click.option("--repro-dir", type=click.Path(file_okay=False),
               help="When the backends disagree or one crashes: write a repro bundle into DIR/<program>.")
@@ -248,8 +268,12 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
               help="ULP bounds per op and element type (TOML or JSON) overriding the default accuracy classes.")
 def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, max_ops, timeout, repro_dir,
              accuracy_profile):
-    """Run PROGRAM on several backends with the same inputs and compare."""
+    """Run PROGRAM on several backends with the same inputs and compare.
+
+    A model (a program with NAME.recipe.json beside it) runs on its recipe's
+    inputs, and every backend is judged by the model rule (docs/models.md)."""
     from ..harness.diff import DiffOptions, diff_program, format_report  # loads mpmath: kept here for start-up time
+    from ..harness.model import diff_model  # the engine: kept here for start-up time
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:
@@ -259,14 +283,17 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
         usable_backend(n, "--backends")
     module = _load(program)
     func = _entry(module, entry)
-    args = _inputs(func, inputs_path, True, seed)
-    opts = DiffOptions(timeout=timeout or None, localise=localise, max_ops=max_ops)
+    recipe = _recipe(program, func)
+    args = _inputs(func, inputs_path, True, seed) if recipe is None or inputs_path else _recipe_inputs(recipe, seed)
+    opts = DiffOptions(timeout=timeout or None, localise=localise,
+                       max_ops=max_ops or (10**9 if recipe is not None else 300))
     if accuracy_profile:
         from ..oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
     try:
-        report = diff_program(module, func.name, names, args, opts)
+        run = diff_model if recipe is not None else diff_program
+        report = run(module, func.name, names, args, opts)
     except ConformError as e:
         _fail(str(e))
     report["program"] = program

@@ -24,7 +24,9 @@ from .verdict import judge_record, needs_oracle
 from ..program import Func, Module, SymbolRef, walk_ops
 from .backends import get_backend
 from .diff import compare_test
-from .programs import filecheck, find_program_cases, format_results, generated_inputs
+from .programs import ProgramCase, filecheck, find_program_cases, format_results, generated_inputs
+from .model import run_model
+from .recipe import RecipeError, read_recipe, recipe_path
 from .result import Outcome, Result, Status, replace
 from .shard import in_shard
 from .guard import file_kind
@@ -237,6 +239,9 @@ def enumerate_file(path: str) -> FileCases:
         return out
     if found or out.errors:
         return out
+    recipe = recipe_path(path)
+    if loaded and recipe is not None:
+        return model_case(path, recipe, loaded, out)
     if loaded:
         source = chunks[0].text if chunks and chunks[0].text is not None else ""
         cases = find_program_cases(source, loaded)
@@ -248,6 +253,23 @@ def enumerate_file(path: str) -> FileCases:
             "no test function (a public function without arguments that no other function calls) and no "
             "program taking arguments" if loaded else "the file is empty or holds only comments"))
         out.errors.append(rec)
+    return out
+
+
+def model_case(path: str, recipe: Path, loaded: list[Module], out: FileCases) -> FileCases:
+    """A model: the program and the recipe beside it (:mod:`.model`), one test."""
+    mod = loaded[0]
+    try:
+        rec = read_recipe(recipe)
+        func = mod.funcs.get(rec.entry)
+        if func is None:
+            raise RecipeError(f"{recipe}: error: the program has no @{rec.entry} (functions: {', '.join(mod.funcs)})")
+    except RecipeError as e:
+        r = base_record(path, f"{path}::<recipe>", "", 0)
+        r["message"] = str(e)
+        out.errors.append(r)
+        return out
+    out.programs = [(f"{path}::{func.name}", mod, ProgramCase(func, "model", recipe=rec))]
     return out
 
 
@@ -291,6 +313,10 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
         size = None
         if case.kind == "iree":
             r = Outcome.of(case.execute(backend, mod, opts)).apply(r)
+        elif case.kind == "model":
+            v = run_model(mod, case.recipe, backend, opts)
+            r = replace(r, status=Status.PASS if v.ok else Status.FAIL, message=v.summary(), checks=len(v.outputs),
+                        family="model", model=v.to_json())
         elif case.kind == "args":
             args = list(frontend.parse_attribute(case.args_text, mod.source))
             outputs = backend.run_function(mod, func.name, args, opts)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,9 +36,10 @@ _CHECK_RE = re.compile(r"^//\s*CHECK(-NEXT)?:\s?(.*)$", re.M)
 @dataclass
 class ProgramCase:
     func: Func
-    kind: str  # "args" or "generated"
+    kind: str  # "args", "generated" or "model"
     args_text: str | None = None
     checks: tuple[tuple[bool, str], ...] = ()
+    recipe: Any = None  # a model's recipe (:mod:`.recipe`)
 
 
 def find_program_cases(source_text: str, modules: list[Module]) -> list[tuple[Module, ProgramCase]]:

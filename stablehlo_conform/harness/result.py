@@ -36,7 +36,7 @@ class Status(str, enum.Enum):
 
 # optional fields, in the order they are written (after the base fields); absent when None
 _OPTIONAL = ("backend", "kind", "output", "accuracy", "verdict", "compare", "disagreements",
-             "compare_accuracy", "compare_verdict")
+             "compare_accuracy", "compare_verdict", "model")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class Result:
     disagreements: tuple[str, ...] | None = None
     compare_accuracy: str | None = None
     compare_verdict: dict | None = None
+    model: dict | None = None  # a model's judgement: metric, errors and bounds per output (harness/model.py)
     extra: tuple[tuple[str, Any], ...] = ()
     # a verdict set by a comparison after the comparison's fields is written after them
     verdict_last: bool = field(default=False, repr=False, compare=False)
