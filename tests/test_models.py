@@ -5,6 +5,7 @@ planted bugs that must be found and named."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,11 +13,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from stablehlo_conform import load
 from stablehlo_conform.frontend import load_text
 from stablehlo_conform.harness import model as M
 from stablehlo_conform.harness import recipe as R
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
 from stablehlo_conform.harness.shadow import NoShadow, shadow_module, wide_value
+from stablehlo_conform.program import walk_ops
+from planted_models import PlantedConv, PlantedExp
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "testsuite" / "models"
@@ -148,3 +152,118 @@ def test_degenerate_references_are_errors_of_the_model():
     assert "2 of 3 values not finite" in M.reference_problem([np.float32([1, np.nan, np.inf])], ["t"])
     assert "is constant (0 everywhere)" in M.reference_problem([np.zeros((2, 2), np.float32)], ["t"])
     assert M.reference_problem([np.float32([1, 2]), np.zeros(1, np.float32)], ["t", "u"]) is None
+
+
+# --------------------------------------------------------------------------- the zoo's small models
+
+SMALL = ("mobilenet_v1", "llama_f32", "dlrm_small")  # a CNN, a decoder LLM, a recommender
+needs_zoo = pytest.mark.skipif(not all((ZOO / f"{n}.mlirbc").is_file() for n in SMALL), reason="zoo not built")
+
+
+def _zoo(name: str):
+    rec = R.read_recipe(ZOO / f"{name}.recipe.json")
+    return load(str(rec.program_path))[0], rec
+
+
+def _uses(module, op: str) -> bool:
+    return any(o.name == op for f in module.funcs.values() for o in walk_ops(f.body))
+
+
+@needs_zoo
+@pytest.mark.parametrize("backend", [PlantedExp, PlantedConv])
+def test_a_planted_bug_fails_exactly_the_models_that_use_its_op(backend):
+    b = backend()
+    op = "stablehlo.exponential" if backend is PlantedExp else "stablehlo.convolution"
+    used = {}
+    for name in SMALL:
+        mod, rec = _zoo(name)
+        used[name] = _uses(mod, op)
+        v = M.run_model(mod, rec, b)
+        if used[name]:
+            assert v.outcome == "op" and not v.ok, (name, v.summary())
+            assert v.first_op["op"] == op and v.first_op["status"] == "mismatch"
+            assert v.first_op["loc"].startswith(str(rec.program_path)) and op in v.summary()
+            assert v.worst.backend > 100 * v.worst.bound
+        else:
+            assert v.outcome == "within" and v.ok, (name, v.summary())
+            assert v.worst.backend == v.worst.oracle  # the planted op never ran: the oracle's own values
+    assert any(used.values()) and not all(used.values())  # the set tells the planted bug's models apart
+
+
+@needs_zoo
+def test_zoo_models_pass_on_xla_with_metric_and_bound(tmp_path):
+    pytest.importorskip("jax")
+    out = tmp_path / "r.json"
+    p = subprocess.run(CONFORM + ["run", *[str(ZOO / f"{n}.mlirbc") for n in SMALL], "--backend", "xla",
+                                  "--json", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    recs = json.loads(out.read_text())["results"]
+    assert [r["status"] for r in recs] == ["pass"] * len(SMALL)
+    for r in recs:
+        assert r["kind"] == "model" and r["family"] == "model" and r["backend"] == "xla"
+        m = r["model"]
+        assert m["metric"] == M.METRIC and m["outcome"] == "within" and m["factor"] == M.FACTOR
+        for o in m["outputs"]:
+            assert 0 < o["oracle"] < 1e-5 and o["backend"] <= o["bound"]
+            assert o["bound"] == pytest.approx(M.FACTOR * o["oracle"] + 2.0**-24)
+        assert "rel-L2 to fp64" in r["message"] and "oracle's" in r["message"] and "bound" in r["message"]
+
+
+def _planted_env(tmp: Path) -> dict:
+    """An environment in which ``planted-exp`` and ``planted-conv`` are installed backends."""
+    import os
+
+    site = tmp / "site"
+    info = site / "conform_planted-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: conform-planted\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[stablehlo_conform.backends]\nplanted-exp = planted_models:PlantedExp\n"
+                                           "planted-conv = planted_models:PlantedConv\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
+    return env
+
+
+@needs_zoo
+def test_conform_run_names_the_planted_op_and_diff_agrees_with_run(tmp_path):
+    env = _planted_env(tmp_path)
+    out = tmp_path / "r.json"
+    files = [str(ZOO / f"{n}.mlirbc") for n in SMALL]
+    p = subprocess.run(CONFORM + ["run", *files, "--backend", "planted-exp", "--json", str(out), "-j", "2"],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    by = {Path(r["file"]).stem: r for r in json.loads(out.read_text())["results"]}
+    assert by["llama_f32"]["status"] == "fail" and by["llama_f32"]["model"]["first_op"]["op"] == "stablehlo.exponential"
+    assert "first op outside its bound: stablehlo.exponential at " in by["llama_f32"]["message"]
+    assert by["mobilenet_v1"]["status"] == "pass" and by["dlrm_small"]["status"] == "pass"
+    # conform diff of the same model and backends gives the same verdict, naming the same op
+    d = subprocess.run(CONFORM + ["diff", files[1], "--backends", "numpy,planted-exp", "--json", str(tmp_path / "d.json")],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert d.returncode == 1 and "result: backends disagree" in d.stdout, d.stdout + d.stderr
+    rep = json.loads((tmp_path / "d.json").read_text())
+    assert rep["first_divergence"]["op"] == "stablehlo.exponential"
+    assert rep["first_divergence"]["loc"] == by["llama_f32"]["model"]["first_op"]["loc"]
+    d = subprocess.run(CONFORM + ["diff", files[0], "--backends", "numpy,planted-exp"],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert d.returncode == 0 and "result: backends agree" in d.stdout, d.stdout + d.stderr
+
+
+@needs_zoo
+def test_a_degenerate_model_is_an_error_in_words(tmp_path):
+    """The recipe of a model whose every weight is zero: its output is
+    constant, and the run says so instead of passing."""
+    src = ZOO / "dlrm_small.mlirbc"
+    (tmp_path / "dead.mlirbc").write_bytes(src.read_bytes())
+    rec = json.loads((ZOO / "dlrm_small.recipe.json").read_text())
+    for a in rec["args"]:
+        if a["dtype"].startswith(("f", "bf")):
+            a.update(dist="const", value=0.0)
+    rec["program"] = "dead.mlirbc"
+    (tmp_path / "dead.recipe.json").write_text(json.dumps(rec))
+    out = tmp_path / "r.json"
+    p = subprocess.run(CONFORM + ["run", str(tmp_path / "dead.mlirbc"), "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 1
+    (r,) = json.loads(out.read_text())["results"]
+    assert r["status"] == "error" and "model error: reference output #0" in r["message"]
+    assert "is constant" in r["message"]

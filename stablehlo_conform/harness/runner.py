@@ -28,9 +28,12 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from .cases import Options, base_record, run_file
+from .recipe import recipe_path
 
 GRACE = 5.0  # seconds past the cooperative deadline before a worker is killed
 STARTUP = 30.0  # seconds a fresh worker may take to start (imports) before its first file counts
+MODEL_BUDGET = 5  # a model's test runs the program three times (backend, oracle, float64 shadow), and
+# localising a failure runs every op once on two engines: its budget is this many --timeout
 _INTERRUPTS = {signal.SIGINT, signal.SIGTERM}
 
 
@@ -92,6 +95,7 @@ class _Worker:
     loaded: bool = False
     started: float = 0.0
     done_ids: set[str] = field(default_factory=set)
+    model: bool = False  # its file is a model (a program with a recipe): MODEL_BUDGET timeouts a test
 
 
 class Runner:
@@ -161,6 +165,7 @@ class Runner:
                     w = idle.pop()
                     path, sk = queue.popleft()
                     w.path, w.current, w.loading, w.loaded, w.done_ids = path, None, False, False, set(sk)
+                    w.model = recipe_path(path) is not None
                     w.started = time.monotonic()
                     w.conn.send((path, tuple(sk)))
                     busy.append(w)
@@ -205,7 +210,10 @@ class Runner:
             if self.opts.load_timeout is None:
                 return None
             return self.opts.load_timeout + (0.0 if w.loading else STARTUP)
-        return self.opts.timeout + GRACE if self.opts.timeout else None
+        return self._test_timeout(w) + GRACE if self.opts.timeout else None
+
+    def _test_timeout(self, w: _Worker) -> float:
+        return self.opts.timeout * (MODEL_BUDGET if w.model else 1)
 
     @staticmethod
     def _stop(w: _Worker) -> None:
@@ -254,7 +262,8 @@ class Runner:
             return
         if w.current is not None:  # a test: its record, then the rest of the file
             tid = w.current
-            msg = why if status == "crash" else f"timed out after {self.opts.timeout:g} s (worker stopped)"
+            msg = why if status == "crash" else (f"timed out after {self._test_timeout(w):g} s" + (
+                f" ({MODEL_BUDGET} x --timeout for a model)" if w.model else "") + " (worker stopped)")
             self._record(path, tid, status, msg)
             w.done_ids.add(tid)
             queue.appendleft((path, frozenset(w.done_ids)))
