@@ -45,12 +45,30 @@ def tables() -> dict:
     return out
 
 
+def table(folder: Path) -> str:
+    """The README's table of the zoo, read from the recipes (no framework needed)."""
+    from stablehlo_conform.harness.recipe import read_recipe
+
+    rows = ["| model | architecture | framework | built from | parameters | ops | types | program |",
+            "|---|---|---|---|---:|---:|---|---:|"]
+    for path in sorted(folder.glob("*.recipe.json")):
+        r = read_recipe(path)
+        size = r.program_path.stat().st_size / 1024
+        rows.append(f"| `{r.name}` | {r.architecture} | {r.framework} | {r.source.replace('|', '/')} | "
+                    f"{r.parameters / 1e6:.1f} M | {r.ops} | {', '.join(r.dtypes)} | {size:.0f} KiB |")
+    return "\n".join(rows)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="*", help="models to export (default: all)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--list", action="store_true")
+    p.add_argument("--table", action="store_true", help="print the README's table from the recipes and exit")
     a = p.parse_args()
+    if a.table:
+        print(table(a.out))
+        return 0
     models = tables()
     if a.list:
         print("\n".join(sorted(models)))

@@ -267,3 +267,18 @@ def test_a_degenerate_model_is_an_error_in_words(tmp_path):
     (r,) = json.loads(out.read_text())["results"]
     assert r["status"] == "error" and "model error: reference output #0" in r["message"]
     assert "is constant" in r["message"]
+
+
+@needs_zoo
+def test_tf32_under_default_precision_is_accumulated_not_wrong():
+    """A GPU-style backend that multiplies f32 convolution operands in TF32
+    where ``precision_config`` is DEFAULT (as the spec allows) is far outside
+    the model's bound, and every op is within its own: the model passes as
+    ``accumulated``."""
+    from precision_backends import Tf32Default
+
+    mod, rec = _zoo("mobilenet_v1")
+    v = M.run_model(mod, rec, Tf32Default())
+    assert v.outcome == "accumulated" and v.ok and v.first_op is None
+    assert v.worst.backend > 100 * v.worst.bound
+    assert v.summary().startswith("accumulated: no single op exceeds its bound")
