@@ -24,6 +24,7 @@ from ..program import walk_ops
 from .backends.base import check_ops
 from .inputs import save_npz
 from .programs import generated_inputs
+from .recipe import build_inputs
 from .reduce import ENTRY, entry_program, run_outcomes
 from .. import frontend
 
@@ -186,6 +187,8 @@ def _case_of(record: dict) -> tuple[str, list[np.ndarray], str] | None:
         if tid == record["id"]:
             if case.args_text:
                 args = [np.asarray(a) for a in frontend.parse_attribute(case.args_text, mod.source)]
+            elif case.recipe is not None:  # a model: the inputs its test ran on
+                args = build_inputs(case.recipe)
             else:
                 args = generated_inputs(case.func)
             return mod.text, args, case.func.name
