@@ -2,6 +2,7 @@
 """Model-level benchmark: realistic programs exported from JAX, numpy engine vs XLA CPU.
 
     python scripts/bench_models.py [--repeat 5] [--no-reference] [--only rnn_while,...] [--startup-runs 3]
+    python scripts/bench_models.py --zoo [--only resnet50,...]     # the model zoo (testsuite/models)
 
 Each program is exported with ``jax.jit(f).lower(...).as_text()`` and run on
 the same inputs by this package's numpy engine and by XLA's CPU compiler,
@@ -119,6 +120,20 @@ def _programs():
                                       np.float32(0.01) * np.ones((1, 256), np.float32))),
         ("rfft_cumsum", rfft_cumsum, (f32(64, 1024),)),
     ]
+
+
+ZOO = Path(__file__).resolve().parent.parent / "testsuite" / "models"
+
+
+def _zoo_programs():
+    """The zoo's models: (name, text, inputs) with the inputs their recipes build."""
+    from stablehlo_conform import load
+    from stablehlo_conform.harness.recipe import build_inputs, read_recipe
+
+    for path in sorted(ZOO.glob("*.recipe.json")):
+        r = read_recipe(path)
+        (mod,) = load(str(r.program_path))
+        yield r.name, mod.text, tuple(build_inputs(r))
 
 
 def _clocks() -> tuple[float, float]:
@@ -286,6 +301,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated program names")
+    ap.add_argument("--zoo", action="store_true", help="the model zoo's programs on their recipes' inputs")
     ap.add_argument("--startup-runs", type=int, default=3, help="fresh processes per start-up line (0: none)")
     ap.add_argument("--startup-child", metavar="DIR", help=argparse.SUPPRESS)
     ap.add_argument("--no-jax", action="store_true", help=argparse.SUPPRESS)
@@ -295,15 +311,19 @@ def main() -> int:
     import jax
 
     only = {s for s in args.only.split(",") if s}
-    unknown = only - {name for name, _f, _i in _programs()}
+    names = ({p.name.split(".")[0] for p in ZOO.glob("*.recipe.json")} if args.zoo
+             else {name for name, _f, _i in _programs()})
+    unknown = only - names
     if unknown:
         ap.error(f"unknown program(s): {', '.join(sorted(unknown))}")
     rows = []
     programs = []
-    for name, f, inputs in _programs():
+    source = ((n, (lambda t=t: t), i) for n, t, i in _zoo_programs() if not only or n in only) if args.zoo else (
+        (n, (lambda f=f, i=i: jax.jit(f).lower(*i).as_text()), i) for n, f, i in _programs())
+    for name, text_of, inputs in source:
         if only and name not in only:
             continue
-        text = jax.jit(f).lower(*inputs).as_text()
+        text = text_of()
         row, out = bench(name, text, inputs, args.repeat)
         programs.append((name, text, inputs, out))
         rows.append(row)
