@@ -59,8 +59,19 @@ def _resolve_ops(names):
 @click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1),
               help="Worker processes (each measures whole cells).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--exhaustive", is_flag=True,
+              help="Every input: every value of the type for a unary op (2^32 for f32), every pair for a "
+                   "binary op on a 16-bit type, in chunks; with --range, part of that space.")
+@click.option("--range", "range_", metavar="LO:HI",
+              help="With --exhaustive: only the inputs [LO, HI) (bit patterns, or pair indices a<<bits|b; "
+                   "decimal or 0x hex).")
+@click.option("--cluster", metavar="tcp://HOST:PORT",
+              help="With --exhaustive: run the chunks on the workers of this Dask scheduler (each loads the "
+                   "backend itself) instead of -j local processes.")
+@click.option("--chunk-bits", default=24, show_default=True, type=click.IntRange(8, 28),
+              help="With --exhaustive: 2^N inputs per chunk (one backend run each).")
 def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path, render_only, defaults_path,
-             jobs, quiet):
+             jobs, quiet, exhaustive, range_, cluster, chunk_bits):
     """Measure element-wise float math against arbitrary-precision values.
 
     Unary ops run on every value of each 4- to 16-bit type, binary ops on every pair of 4- to
@@ -71,6 +82,13 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
     """
     from ..harness import accuracy as A  # loads mpmath: kept here for start-up time
 
+    if exhaustive:
+        from .exhaustive import run_exhaustive  # loads the harness: kept here for start-up time
+
+        sys.exit(run_exhaustive(backends, _resolve_ops(ops) if ops else [], types, range_, cluster, chunk_bits,
+                                jobs, jsonl_path, json_path, output, quiet))
+    if range_ or cluster:
+        raise click.UsageError("--range and --cluster go with --exhaustive")
     for t in types:
         if t not in A.ALL_TYPES:
             raise click.BadParameter(f"{t!r} (one of: {', '.join(A.ALL_TYPES)})", param_hint="--type")

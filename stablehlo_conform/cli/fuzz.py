@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from ..harness.cluster import ClusterError, executor
 from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from .common import SECONDS, outputs_ready
 from ..harness.backends import BackendUnavailable, check_name, display_name
@@ -40,7 +41,10 @@ from ..harness.reports import incomplete_note
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Write the results (default with -o: DIR/results.json); 'conform report' merges shards.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary.")
-def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json_path, quiet):
+@click.option("--cluster", metavar="tcp://HOST:PORT",
+              help="Run the programs on the workers of this Dask scheduler (each starts the backends itself); "
+                   "the bundles come back into -o.")
+def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json_path, quiet, cluster):
     """Generate COUNT random valid StableHLO programs from SEED, run each on
     BACKENDS, compare their results and reduce every disagreement or crash
     to a repro bundle in the output folder."""
@@ -62,14 +66,26 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
         json_path = json_path or str(Path(out_dir) / "results.json")
     outputs_ready({"--json": json_path}, folders={"-o": out_dir})
     log = (lambda _s: None) if quiet else (lambda s: click.echo(s))
+    pool = None
+    if cluster:
+        try:
+            pool = executor(cluster)
+        except ClusterError as e:
+            raise click.UsageError(str(e)) from None
     interrupted = None
     with interruptible():
         try:
             doc = run_campaign(seed, count, names, out_dir, sh, budget, timeout or None, reduce=not no_reduce,
-                               log=log, stop=(Interrupted,))
+                               log=log, stop=(Interrupted,), pool=pool)
         except Interrupted as e:  # not inside a program: nothing ran yet
             interrupted = e
             doc = None
+        except ClusterError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+        finally:
+            if pool is not None:
+                pool.close()
     ignore_interrupts()  # from here on the results are written whatever arrives
     if doc is None:
         sys.exit(interrupted.exit_code)

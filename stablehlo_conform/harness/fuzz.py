@@ -100,12 +100,116 @@ def _reduce_and_bundle(prog: Program, status: str, backend: str | None, backends
             "still_holds": red.holds}
 
 
+def run_program(seed: int, i: int, backends: Sequence[str], runners: IsolatedBackends, out: Path | None,
+                budget: float, timeout: float | None, reduce: bool, log: Callable[[str], None],
+                timing: dict[str, float], stop: tuple[type[BaseException], ...] = ()) -> dict[str, Any]:
+    """The record of program ``i`` of ``seed``: generated, run on every backend, classified and,
+    when it fails, reduced and bundled into ``out``. An exception of a type in ``stop`` raised
+    while reducing is raised again once the record says so (``record.interrupted``)."""
+    t = time.monotonic()
+    try:
+        prog = generate(seed, i)
+    except Exception as e:
+        return {"id": f"fuzz/{seed}/{i}", "status": "error", "family": "generator",
+                "message": f"generator: {e}", "backend": ",".join(backends)}
+    t1 = time.monotonic()
+    timing["generate"] += t1 - t
+    outcomes = runners.outcomes(prog.text, prog.inputs)
+    timing["run"] += time.monotonic() - t1
+    status, message, culprit = classify(
+        outcomes, backends, lambda: judge_isolated(prog.text, prog.inputs, runners, timeout=timeout))
+    ops, types = program_signature(prog.text)
+    rec: dict[str, Any] = {"id": prog.id, "status": status, "message": message, "kind": prog.kind,
+                           "family": (prog.ops or ["stablehlo.convert"])[-1], "dtypes": prog.element_types,
+                           "ops": ops, "backend": ",".join(backends), "special_inputs": prog.special}
+    if status != "pass":
+        log(f"{prog.id} {status.upper()} ({prog.kind}, {', '.join(prog.element_types)}): "
+            f"{message.splitlines()[0][:160] if message else ''}")
+    if status in ("fail", "crash", "timeout") and out is not None and reduce:
+        t2 = time.monotonic()
+        try:
+            rec.update(_reduce_and_bundle(prog, status if status == "fail" else "crash", culprit, backends,
+                                          out, budget, log))
+        except stop as e:
+            rec.update(reduced=False, reduce_error=f"interrupted by {_signal_name(e)}")
+            raise Stopped(rec, e) from e
+        finally:
+            timing["reduce"] += time.monotonic() - t2
+        if rec.get("reduced"):
+            log(f"  reduced {rec['ops_before']} -> {rec['ops_after']} ops ({rec['reduced_ops']}; "
+                f"{rec['reduced_types']}) in {rec['reduce_seconds']} s: {rec['bundle']}")
+    return rec
+
+
+class Stopped(BaseException):
+    """An interrupt while a program was reduced: its record so far, and the interrupt."""
+
+    def __init__(self, record: dict[str, Any], cause: BaseException):
+        super().__init__(cause)
+        self.record = record
+        self.cause = cause
+
+
+_RUNNERS: dict[tuple, IsolatedBackends] = {}  # a cluster worker's backends, started once per process
+
+
+def cluster_program(seed: int, i: int, backends: tuple[str, ...], budget: float, timeout: float | None,
+                    reduce: bool) -> tuple[dict[str, Any], dict[str, float], dict[str, bytes], list[str]]:
+    """:func:`run_program` as a task of a cluster worker: the record, the time spent, the files of
+    its bundle (paths relative to the output folder) and the lines it logged. The worker keeps
+    its backends' child processes for the next program."""
+    import shutil
+    import tempfile
+
+    key = (tuple(backends), timeout)
+    runners = _RUNNERS.get(key)
+    if runners is None:
+        runners = _RUNNERS[key] = IsolatedBackends(list(backends), timeout)
+    timing = {"generate": 0.0, "run": 0.0, "reduce": 0.0}
+    lines: list[str] = []
+    tmp = Path(tempfile.mkdtemp(prefix="conform-fuzz-"))
+    try:
+        rec = run_program(seed, i, list(backends), runners, tmp, budget, timeout, reduce, lines.append, timing)
+        files = {}
+        if rec.get("bundle"):
+            folder = Path(rec["bundle"])
+            rec["bundle"] = folder.name
+            files = {str(f.relative_to(tmp)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
+        return rec, timing, files, [ln.replace(str(tmp), "<output>") for ln in lines]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_on_cluster(pool: Any, seed: int, planned: Sequence[int], backends: Sequence[str], out: Path | None,
+                    budget: float, timeout: float | None, reduce: bool, log: Callable[[str], None],
+                    timing: dict[str, float], results: list[dict]) -> None:
+    """The programs of ``planned`` on the workers of ``pool`` (:mod:`.cluster`); bundles written
+    into ``out`` here, records in ``results`` as they arrive."""
+    tasks = [(seed, i, tuple(backends), budget, timeout, reduce and out is not None) for i in planned]
+    for _k, (rec, spent, files, lines) in pool.run(cluster_program, tasks):
+        for k, v in spent.items():
+            timing[k] += v
+        if files and out is not None:
+            for rel, data in files.items():
+                f = out / rel
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(data)
+            rec["bundle"] = str(out / rec["bundle"])
+        for line in lines:
+            log(line.replace("<output>", str(out)))
+        results.append(rec)
+
+
 def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | Path | None,
                  shard: tuple[int, int] | None = None, budget: float = 30.0, timeout: float | None = 60.0,
                  reduce: bool = True, log: Callable[[str], None] = lambda _s: None,
-                 stop: tuple[type[BaseException], ...] = ()) -> dict[str, Any]:
+                 stop: tuple[type[BaseException], ...] = (), pool: Any = None) -> dict[str, Any]:
     """Run programs ``indices(count, shard)`` of ``seed``; returns the
     results document (``results``, ``summary``, ``fuzz``, ``shard``).
+
+    With ``pool`` (a cluster's executor, :mod:`.cluster`) the programs run on
+    its workers, each with its own backends; the records are the same as a
+    local run's, in the same order.
 
     An exception of a type in ``stop`` that has a ``signum`` (an interrupt)
     ends the campaign early: the document holds the programs that ran (one
@@ -120,48 +224,24 @@ def run_campaign(seed: int, count: int, backends: Sequence[str], out_dir: str | 
     planned = indices(count, shard)
     stopped: BaseException | None = None
     try:
-        runners = IsolatedBackends(backends, timeout)
-        for i in planned:
-            t = time.monotonic()
-            try:
-                prog = generate(seed, i)
-            except Exception as e:
-                results.append({"id": f"fuzz/{seed}/{i}", "status": "error", "family": "generator",
-                                "message": f"generator: {e}", "backend": ",".join(backends)})
-                continue
-            t1 = time.monotonic()
-            timing["generate"] += t1 - t
-            outcomes = runners.outcomes(prog.text, prog.inputs)
-            timing["run"] += time.monotonic() - t1
-            status, message, culprit = classify(
-                outcomes, backends, lambda: judge_isolated(prog.text, prog.inputs, runners, timeout=timeout))
-            ops, types = program_signature(prog.text)
-            rec: dict[str, Any] = {"id": prog.id, "status": status, "message": message, "kind": prog.kind,
-                                   "family": (prog.ops or ["stablehlo.convert"])[-1], "dtypes": prog.element_types,
-                                   "ops": ops, "backend": ",".join(backends), "special_inputs": prog.special}
-            if status != "pass":
-                log(f"{prog.id} {status.upper()} ({prog.kind}, {', '.join(prog.element_types)}): "
-                    f"{message.splitlines()[0][:160] if message else ''}")
-            if status in ("fail", "crash", "timeout") and out is not None and reduce:
-                t2 = time.monotonic()
+        if pool is not None:
+            _run_on_cluster(pool, seed, planned, backends, out, budget, timeout, reduce, log, timing, results)
+        else:
+            runners = IsolatedBackends(backends, timeout)
+            for i in planned:
                 try:
-                    rec.update(_reduce_and_bundle(prog, status if status == "fail" else "crash", culprit, backends,
-                                                  out, budget, log))
-                except stop as e:
-                    rec.update(reduced=False, reduce_error=f"interrupted by {_signal_name(e)}")
-                    results.append(rec)
-                    raise
-                finally:
-                    timing["reduce"] += time.monotonic() - t2
-                if rec.get("reduced"):
-                    log(f"  reduced {rec['ops_before']} -> {rec['ops_after']} ops ({rec['reduced_ops']}; "
-                        f"{rec['reduced_types']}) in {rec['reduce_seconds']} s: {rec['bundle']}")
-            results.append(rec)
+                    results.append(run_program(seed, i, backends, runners, out, budget, timeout, reduce, log,
+                                               timing, stop))
+                except Stopped as e:
+                    results.append(e.record)
+                    raise e.cause from None
     except stop as e:
         stopped = e
     finally:
         if runners is not None:
             runners.close()
+    order = {f"fuzz/{seed}/{i}": k for k, i in enumerate(planned)}
+    results.sort(key=lambda r: order.get(r["id"], len(order)))
     wall = time.monotonic() - t0
     universe = f"fuzz seed={seed} count={count}"
     extra: dict[str, Any] = {}
