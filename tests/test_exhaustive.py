@@ -190,3 +190,33 @@ def test_fuzz_on_a_cluster_finds_what_a_local_run_finds(tmp_path, dask_cluster):
         assert folder.parent == tmp_path / "cluster" and folder.name == Path(r["bundle"]).name
         assert (folder / "program.mlir").read_text() == (Path(r["bundle"]) / "program.mlir").read_text()
         assert (folder / "original.npz").read_bytes() == (Path(r["bundle"]) / "original.npz").read_bytes()
+
+
+def test_an_interrupted_run_keeps_its_chunks_and_goes_on(tmp_path):
+    """SIGINT mid-run: exit 130, INCOMPLETE, the chunks measured kept in --jsonl; the same command
+    again measures only the rest and gives the numbers of a run that was never interrupted."""
+    pytest.importorskip("jax")
+    rng = f"{0x3F00_0000:#x}:{0x3F00_0000 + 2**22:#x}"  # 64 chunks of 2^16
+    cmd = CONFORM + ["accuracy", "--exhaustive", "--op", "exponential", "--type", "f32", "--backend", "xla",
+                     "--range", rng, "--chunk-bits", "16", "-q"]
+    stream = tmp_path / "s.jsonl"
+    run = subprocess.Popen(cmd + ["--jsonl", str(stream)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while (not stream.exists() or len(stream.read_text().splitlines()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run.send_signal(signal.SIGINT)
+    out, _err = run.communicate(timeout=120)
+    assert run.returncode == 130 and "INCOMPLETE: interrupted by SIGINT" in out
+    first = len(stream.read_text().splitlines())
+    assert 2 <= first < 64
+    again = subprocess.run(cmd + ["--jsonl", str(stream), "--json", str(tmp_path / "a.json")], capture_output=True,
+                           text=True, timeout=300, cwd=ROOT)
+    assert again.returncode == 0, again.stderr
+    chunks = [json.loads(line) for line in stream.read_text().splitlines()]
+    assert len(chunks) == 64 and len({c["lo"] for c in chunks}) == 64  # nothing measured twice
+    whole = subprocess.run(cmd + ["--json", str(tmp_path / "b.json")], capture_output=True, text=True, timeout=300,
+                           cwd=ROOT)
+    assert whole.returncode == 0
+    (a,), (b,) = (json.loads((tmp_path / f).read_text())["cells"] for f in ("a.json", "b.json"))
+    assert {k: v for k, v in a.items() if k != "seconds"} == {k: v for k, v in b.items() if k != "seconds"}
