@@ -14,14 +14,19 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Loc:
+    """Where an op is: ``file:line:col`` of the program's text; for a program
+    whose locations name another source (bytecode exported from Python: the
+    framework's op name and the Python line that built it), the program's file
+    and ``name``, that source (``jit(fn)/Llama/layers_0/exp at flax_zoo.py:223``)."""
+
     file: str
     line: int = 0
     col: int = 0
+    name: str = ""
 
     def __str__(self) -> str:
-        if self.line:
-            return f"{self.file}:{self.line}:{self.col}"
-        return self.file
+        where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file
+        return f"{where} ({self.name})" if self.name else where
 
 
 @dataclass(frozen=True)

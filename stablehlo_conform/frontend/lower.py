@@ -18,7 +18,7 @@ from ..program import (AttrRecord, AxisRef, Block, Func, Loc, Mesh, MeshAxesGrou
                       SymbolRef, TensorSharding)
 from .chunks import Chunk
 from .bindings import _IREE_CHECK, _bindings, _iree_state, _is_iree_module, _isa, _state, _string_attr
-from .parse import _ConstantError, _LITERAL_NAME, _LITERAL_REF_RE, _check_budget, _hex_to_bytes, _line_col
+from .parse import _ConstantError, _LITERAL_NAME, _LITERAL_REF_RE, _check_budget, _hex_to_bytes, _line_col, source_of
 
 
 # --------------------------------------------------------------------------- #
@@ -79,7 +79,12 @@ class _Lowerer:
 
     # locations ----------------------------------------------------------
     def loc(self, location) -> Loc:
-        lc = _line_col(str(location), self.line_offset)
+        """The op's place in the program's text, or the source another file names (:func:`.parse.source_of`)."""
+        text = str(location)
+        source = source_of(text)
+        if source:
+            return Loc(self.path, name=source)
+        lc = _line_col(text, self.line_offset)
         return Loc(self.path, *lc) if lc else Loc(self.path)
 
     # attributes ---------------------------------------------------------

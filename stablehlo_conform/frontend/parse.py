@@ -32,6 +32,23 @@ _LOC_RE = re.compile(r'"([^"]*)":(\d+):(\d+)')
 _PARSED_BUFFER = "-"
 
 
+_NAME_RE = re.compile(r'^loc\("([^"]+)"')
+
+
+def source_of(loc: str) -> str:
+    """The source a location names outside the program's text: the op's name
+    (an exporter's NameLoc) and the first ``file:line`` of another file (its
+    base name), e.g. ``jit(fn)/Llama/layers_0/exp at flax_zoo.py:223``; empty
+    when the location is the program's own text or says nothing."""
+    m = _LOC_RE.search(loc)
+    if m and m.group(1) == _PARSED_BUFFER:
+        return ""
+    foreign = f"{m.group(1).rsplit('/', 1)[-1]}:{m.group(2)}" if m else ""
+    n = _NAME_RE.match(loc)
+    name = n.group(1) if n and not (m and n.start(1) - 1 == m.start()) else ""
+    return " at ".join(x for x in (name, foreign) if x)
+
+
 def _line_col(loc: str, line_offset: int) -> tuple[int, int] | None:
     m = _LOC_RE.search(loc)
     if not m:
