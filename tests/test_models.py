@@ -182,7 +182,9 @@ def test_a_planted_bug_fails_exactly_the_models_that_use_its_op(backend):
         if used[name]:
             assert v.outcome == "op" and not v.ok, (name, v.summary())
             assert v.first_op["op"] == op and v.first_op["status"] == "mismatch"
-            assert v.first_op["loc"].startswith(str(rec.program_path)) and op in v.summary()
+            # placed in the program, and by the framework's op path and the Python line that built it
+            assert v.first_op["loc"].startswith(f"{rec.program_path} (jit(fn)/") and op in v.summary()
+            assert ".py:" in v.first_op["loc"] and v.first_op["loc"] in v.summary()
             assert v.worst.backend > 100 * v.worst.bound
         else:
             assert v.outcome == "within" and v.ok, (name, v.summary())
