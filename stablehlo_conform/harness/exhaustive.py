@@ -232,6 +232,8 @@ def summary_lines(cell: Chunk, total: int, wall: float, complete: bool) -> list[
     if cell.status != "ok":
         return [f"{head}: {cell.status}: {cell.message}"]
     lines = [head + ("" if complete else f" (INCOMPLETE: {total:,} of them measured)")]
+    if not total:
+        return lines
     lines.append(f"  measured {cell.n:,}, not measured (the spec leaves them open) {cell.silent:,}")
     ncr = cell.not_correctly_rounded
     share = cell.correctly_rounded / cell.n if cell.n else 1.0
