@@ -10,9 +10,10 @@ Products go through one BLAS call (``np.matmul``) on one BLAS thread (see
 large enough gather and multiply their im2col matrix in cache-sized row
 blocks, one GEMM per block (see ``_conv_gemm_blocked``). Floating-point inputs
 narrower than f32 (f16, bf16, f8, ...) are computed in f32 and rounded once
-into the result type. Integer products are exact: they run in f64 when every
-partial sum provably fits in 53 bits, otherwise in (u)int64 with wraparound,
-and are then wrapped into the result type. Complex products with a short
+into the result type. Integer products are exact: they run in f32 (whole, or
+in contraction chunks added in int64) or f64 when every partial sum provably
+fits in 24 or 53 bits, otherwise in (u)int64 with wraparound, and are then
+wrapped into the result type (see ``_int_matmul``). Complex products with a short
 contraction (at most ``SEQUENTIAL_COMPLEX_K`` terms) are accumulated term by
 term in index order, as XLA's CPU dot does; longer ones use BLAS.
 """
@@ -87,21 +88,10 @@ def _type_bound(dt: np.dtype) -> float:
 
 
 def matmul_exact(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
-    """``a @ b`` (batched) in ``cdt``; integer products exact modulo 2**64
-    (those computed in f32 come back as int32, which holds them)."""
+    """``a @ b`` (batched) in ``cdt``; integer products exact modulo 2**64 (see
+    :func:`_int_matmul`)."""
     if cdt.kind in "iu":
-        k = a.shape[-1]
-        if _type_bound(a.dtype) * _type_bound(b.dtype) * max(k, 1) < 2.0 ** 24:
-            # every product and partial sum is an integer below 2**24 whatever
-            # the values: exact in f32 in any order (8-bit operands, k <= 1024)
-            return _blas(a.astype(np.float32), b.astype(np.float32)).astype(np.int32)
-        a64 = a.astype(cdt, copy=False)
-        b64 = b.astype(cdt, copy=False)
-        bound = _max_abs(a64) * _max_abs(b64) * max(k, 1)
-        if bound < 2.0 ** 53:
-            r = _blas(a64.astype(np.float64), b64.astype(np.float64))
-            return r.astype(np.int64).astype(cdt)
-        return np.matmul(a64, b64)
+        return _int_matmul(a, b, cdt)
     a = a.astype(cdt, copy=False)
     b = b.astype(cdt, copy=False)
     k = a.shape[-1]
@@ -112,6 +102,52 @@ def matmul_exact(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
             acc = acc + a[..., :, i:i + 1] * b[..., i:i + 1, :]
         return acc
     return _blas(a, b)
+
+
+F32_EXACT = 2.0 ** 24  # every integer of smaller magnitude is exact in f32
+F64_EXACT = 2.0 ** 53  # and in f64
+MIN_F32_CHUNK = 256  # the shortest contraction split into f32 products (shorter: f64)
+
+
+def _int_matmul(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
+    """``a @ b`` of integer (or bool) operands, exact modulo 2**64 (the result type wraps it
+    further, spec.md#dot_general): int32 where it fits in f32, else in ``cdt``.
+
+    A float product of integers is exact when every product and every partial sum is an
+    integer below the float's 2**p in magnitude (then no operation rounds, in whatever order
+    BLAS adds), which holds when ``K * max|a| * max|b|`` is below it. From the types' bounds
+    (no pass over the data): below 2**24, one f32 product; below 2**53, f32 products of
+    contraction chunks each below 2**24 (``F32_EXACT / (max|a| * max|b|)`` terms, e.g. 1023
+    for 8-bit operands), their exact integer results added in int64, or one f64 product
+    where those chunks would be short. Otherwise the bound is taken from the values: f64
+    below 2**53, else integer ``matmul`` (wrapping modulo 2**64). Every path gives the
+    product's exact value (or that value modulo 2**64), so they agree bit for bit."""
+    k = max(a.shape[-1], 1)
+    term = _type_bound(a.dtype) * _type_bound(b.dtype)
+    if term * k < F32_EXACT:
+        return _blas(a.astype(np.float32), b.astype(np.float32)).astype(np.int32)
+    if term * k < F64_EXACT:
+        longest = int((F32_EXACT - 1) // term) if term else k
+        if longest >= MIN_F32_CHUNK:
+            return _f32_chunks(a.astype(np.float32), b.astype(np.float32), -(-k // longest))
+        return _blas(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+    a64 = a.astype(cdt, copy=False)
+    b64 = b.astype(cdt, copy=False)
+    if _max_abs(a64) * _max_abs(b64) * k < F64_EXACT:
+        return _blas(a64.astype(np.float64), b64.astype(np.float64)).astype(np.int64).astype(cdt)
+    return np.matmul(a64, b64)
+
+
+def _f32_chunks(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """``a @ b`` of f32 operands holding integers, as the int64 sum of ``n`` products over
+    contraction chunks of (nearly) equal length, each exact in f32 (see :func:`_int_matmul`)."""
+    k = a.shape[-1]
+    edges = [k * i // n for i in range(n + 1)]
+    acc = None
+    for k0, k1 in zip(edges, edges[1:]):
+        part = _blas(a[..., k0:k1], b[..., k0:k1, :]).astype(np.int64)
+        acc = part if acc is None else np.add(acc, part, out=acc)
+    return acc
 
 
 def _blas(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -300,6 +336,27 @@ def convolution_arrays(lhs, rhs, *, strides, pad, lhs_dil, rhs_dil, reversal, dn
 
 CONV_BLOCK_BYTES = 3 << 20
 CONV_BLOCK_MIN_MNK = 1 << 22
+TILE_ROWS, TILE_COLUMNS = 512, 16  # the tiles of c_order_copy (16 f32: one 64-byte cache line)
+TILED_COPY_MIN = 1 << 16  # elements
+
+
+def c_order_copy(x: np.ndarray) -> np.ndarray:
+    """``np.ascontiguousarray(x)`` of a 2-D array: the same array, copied tile by tile where
+    ``x`` is a large transposed view (a kernel's ``(O, K*C)`` view of its HWIO layout), as
+    ``TILE_ROWS`` rows of ``TILE_COLUMNS`` elements: NumPy copies a transposed view in the
+    destination's order, one element per source row (a cache line and a page each), several
+    times slower than in tiles whose source rows and destination lines stay in cache. The
+    copy holds the same values in the same layout, so the GEMM that reads it is the same
+    call on the same data."""
+    if x.flags.c_contiguous or x.size < TILED_COPY_MIN or abs(x.strides[0]) >= abs(x.strides[1]):
+        return np.ascontiguousarray(x)
+    out = np.empty(x.shape, x.dtype)
+    rows, cols = x.shape
+    for i in range(0, rows, TILE_ROWS):
+        dst, src = out[i:i + TILE_ROWS], x[i:i + TILE_ROWS]
+        for j in range(0, cols, TILE_COLUMNS):
+            dst[:, j:j + TILE_COLUMNS] = src[:, j:j + TILE_COLUMNS]
+    return out
 
 
 def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarray:
@@ -327,7 +384,7 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
     """
     kc = w2.shape[1]
     O = w2.shape[0]
-    wt = np.ascontiguousarray(w2, dtype=cdt).T  # K*C, O (the layout of the single product)
+    wt = c_order_copy(w2.astype(cdt, copy=False)).T  # K*C, O (the layout of the single product)
     ns = (v.ndim - 2) // 2
     row_dims = v.shape[: 1 + ns]
     rows = int(np.prod(row_dims, dtype=np.int64))
