@@ -10,13 +10,14 @@ the kernel returns for the same operands, bit for bit (``tests/test_fast_paths.p
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
 from .. import types as T
 from ..errors import UnsupportedOp
 from ..opinfo import FastPath
-from ..numeric import NATIVE_FLOATS, is_subbyte_int, out
+from ..numeric import E8M0, F32, NATIVE_FLOATS, is_float, is_subbyte_int, out, significand_and_emin
 
 
 def plain_types(op) -> tuple[tuple[np.dtype, ...], np.dtype, tuple[int, ...]] | None:
@@ -41,24 +42,149 @@ def native_family(dt: np.dtype) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------- #
+# narrow floats (bf16, f8, f6, f4) in f32
+# --------------------------------------------------------------------------- #
+
+ROUNDED_IN_F32 = frozenset({np.add, np.subtract, np.multiply, np.divide, np.sqrt, np.fmod, np.negative,
+                            np.abs, np.ceil, np.floor, np.rint})
+"""The ufuncs :func:`in_f32` computes as the kernels do in f64: IEEE-754's correctly rounded
+``+ - * / sqrt`` and the ops whose results are exact (``fmod``, sign changes, rounding to
+integers)."""
+
+
+@lru_cache(maxsize=None)
+def rounds_in_f32(dt: np.dtype) -> bool:
+    """Whether ``dt`` is a float type narrower than NumPy's for which :func:`in_f32` holds: at
+    most 11 significand bits (bf16, the f8/f6/f4 types), its exponent range within f32's, and
+    ``ml_dtypes``' f32 -> ``dt`` rounding to nearest even (not ``f8E8M0FNU``, see
+    :func:`stablehlo_conform.numeric.round_to_e8m0`)."""
+    dt = np.dtype(dt)
+    if dt in NATIVE_FLOATS or dt == E8M0 or not is_float(dt):
+        return False
+    p, emin = significand_and_emin(dt)
+    return p <= 11 and emin >= -126
+
+
+def in_f32(uf, dt: np.dtype, *xs) -> np.ndarray:
+    """``uf`` (one of :data:`ROUNDED_IN_F32`) of operands of a type ``dt`` of
+    :func:`rounds_in_f32`, computed in f32 and rounded once into ``dt``: the value the kernels
+    compute in f64 and round once (spec.md "Floating-point types": results rounded to nearest
+    even), bit for bit.
+
+    f32 holds every value of ``dt`` exactly. For ``+ - * /`` and ``sqrt`` with ``p <= 11``
+    significand bits, ``24 >= 2p + 2``: rounding the exact result to nearest even in f32 and
+    then in ``dt`` gives the exact result rounded once (Figueroa, "When is double rounding
+    innocuous?", SIGNUM 1995); the other ufuncs' results are exact in f32. Overflow, NaN,
+    infinities, signed zeros and subnormals come out as in the kernel: checked on every pair of
+    operands of every 8-bit type and every unary operand of bf16 and on all 2**32 bf16 pairs of
+    ``+ - * /`` (``tests/test_fast_narrow.py``)."""
+    ws = [np.asarray(x).astype(F32) for x in xs]
+    with np.errstate(all="ignore"):
+        into = ws[0] if ws[0].ndim and all(w.shape == ws[0].shape for w in ws) else None
+        return np.asarray(uf(*ws, out=into)).astype(dt)
+
+
+@lru_cache(maxsize=None)
+def _f32_of_bytes(dt: np.dtype) -> np.ndarray:
+    """The f32 value of each byte pattern of the 8-bit float type ``dt`` (``ml_dtypes``' own
+    conversion)."""
+    with np.errstate(invalid="ignore"):
+        return np.arange(256, dtype=np.uint8).view(dt).astype(F32)
+
+
+def f32_values(x) -> np.ndarray:
+    """The values of a float array of a type narrower than f32 (bf16, f8, ...), as f32:
+    exactly ``x.astype(f32)`` (8-bit types through a table of that conversion); an f16, f32 or
+    f64 array itself."""
+    x = np.asarray(x)
+    if x.dtype in NATIVE_FLOATS:
+        return x
+    if x.dtype.itemsize == 1 and x.ndim:
+        return np.take(_f32_of_bytes(x.dtype), x.view(np.uint8))
+    with np.errstate(invalid="ignore"):
+        return x.astype(F32)
+
+
+# --------------------------------------------------------------------------- #
+# tables of 8- and 16-bit operands
+# --------------------------------------------------------------------------- #
+
+TABLE_MIN = {256: 1 << 6, 1 << 16: 1 << 14}
+"""Operands of a table of so many entries: the least result size that reads it (its one
+computation costs about a quarter of that many kernel calls on the result's size)."""
+
+
+@lru_cache(maxsize=None)
+def _table(fn: Callable, ins: tuple[np.dtype, ...], dt: np.dtype) -> np.ndarray | None:
+    """``fn(dt, *xs)`` of every combination of operand bit patterns: the first operand's
+    pattern in the high bits of the index; None where ``fn`` raises (the kernel then reports
+    it)."""
+    ut = np.uint8 if len(ins) == 2 else {1: np.uint8, 2: np.uint16}[ins[0].itemsize]
+    codes = np.arange(1 << (8 * np.dtype(ut).itemsize * len(ins)), dtype=np.uint16 if len(ins) == 2 else ut)
+    xs = [codes.astype(ut).view(ins[0])] if len(ins) == 1 else [
+        (codes >> 8).astype(ut).view(ins[0]), (codes & 0xFF).astype(ut).view(ins[1])]
+    try:
+        return out(fn(dt, *xs), dt)
+    except Exception:  # noqa: BLE001 - the kernel raises it again on the op's own operands
+        return None
+
+
+def _table_path(fn: Callable, ins: tuple[np.dtype, ...], dt: np.dtype, shape) -> FastPath | None:
+    """``fn`` read from :func:`_table` for a unary op on a float type of 8 or 16 bits or a binary
+    op on two 8-bit float types, with a result of at least :data:`TABLE_MIN` elements; the
+    value ``fn`` computes for each operand (``fn`` is element-wise: the kernels of
+    :func:`elementwise`), so the kernel's, bit for bit."""
+    if not all(is_float(d) for d in ins) or not (len(ins) == 1 and ins[0].itemsize <= 2
+                                                 or len(ins) == 2 and ins[0].itemsize == ins[1].itemsize == 1):
+        return None
+    entries = 1 << (8 * sum(d.itemsize for d in ins))
+    if int(np.prod(shape)) < TABLE_MIN[entries] or _table(fn, ins, dt) is None:
+        return None
+    if len(ins) == 1:
+        ut = np.uint8 if ins[0].itemsize == 1 else np.uint16
+
+        def unary(x):
+            return np.take(_table(fn, ins, dt), x.view(ut))
+
+        return FastPath(unary, views=True, fresh=True)
+
+    def binary(a, b):
+        index = a.view(np.uint8).astype(np.uint16)
+        index <<= 8
+        index |= b.view(np.uint8)
+        return np.take(_table(fn, ins, dt), index)
+
+    return FastPath(binary, views=True, fresh=True)
+
+
 def elementwise(fn: Callable, native: dict[str, Callable] | None = None) -> Callable:
     """The fast-path factory of an element-wise kernel ``apply``-ing ``fn(dt, *xs)``
     (``kernels.elementwise.apply``): ``native[family]`` itself (a ufunc, see
     :func:`native_family`, or a :class:`FastPath`) where every operand has the result's type
-    and the kernel computes exactly that there; else ``fn`` called directly (the kernel
+    and the kernel computes exactly that there; a ``native["float"]`` ufunc of
+    :data:`ROUNDED_IN_F32` on bf16 (:func:`in_f32`); a table of ``fn`` on 8-bit (and unary
+    16-bit) float operands (:func:`_table_path`); else ``fn`` called directly (the kernel
     without its dispatch)."""
 
     def fast(op) -> FastPath | None:
         types = plain_types(op)
         if types is None:
             return None
-        ins, dt, _ = types
+        ins, dt, shape = types
         if native and all(d == dt for d in ins):
             uf = native.get(native_family(dt))
             if isinstance(uf, FastPath):
                 return uf
             if uf is not None:
                 return FastPath(uf, views=True, out=True)
+            uf = native.get("float")
+            if uf in ROUNDED_IN_F32 and rounds_in_f32(dt) and dt.itemsize == 2:
+                return FastPath(lambda *xs: in_f32(uf, dt, *xs), views=True, fresh=True)
+        if all(tuple(t.shape) == shape for t in op.operand_types):
+            table = _table_path(fn, ins, dt, shape)
+            if table is not None:
+                return table
         name, loc = op.name, str(op.loc)
 
         def call(*xs):

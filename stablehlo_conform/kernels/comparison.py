@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
-from ..numeric import bits_of, float_bits, kind_of, native_float_pair, wide
+from ..numeric import bits_of, float_bits, kind_of, native_float_pair
 from ..opinfo import FastPath
 from . import _fast
 from .elementwise import _element, dequantize
@@ -85,7 +85,7 @@ def compare_values(a, b, direction: str, ctype: str | None) -> np.ndarray:
             return _apply_direction(total_order_key(a), total_order_key(b), direction)
         if native_float_pair(a, b):
             return _apply_direction(a, b, direction)
-        return _apply_direction(wide(a), wide(b), direction)
+        return _apply_direction(_fast.f32_values(a), _fast.f32_values(b), direction)
     if k in ("int", "uint") and bits_of(a.dtype) < 8:
         return _apply_direction(a.astype(np.int64), b.astype(np.int64), direction)
     return _apply_direction(a, b, direction)
@@ -94,16 +94,23 @@ def compare_values(a, b, direction: str, ctype: str | None) -> np.ndarray:
 def _fast_compare(op):
     """``compare`` of two operands of one NumPy float type (FLOAT or default comparison) or
     of one integer type of 8 bits or more: the direction's ufunc, as :func:`compare_values`
-    computes it."""
+    computes it; of two operands of one narrower float type (bf16, f8, ...): the ufunc on their
+    f32 values (:func:`._fast.f32_values`), as :func:`compare_values` computes it."""
     types = _fast.plain_types(op)
     if types is None or types[0][0] != types[0][1]:
         return None
-    family = _fast.native_family(types[0][0])
+    src = types[0][0]
+    family = _fast.native_family(src)
     ctype = enum_value(op.attrs.get("compare_type"))
-    if family is None or (family == "float" and ctype not in (None, "FLOAT")):
+    narrow = family is None and kind_of(src) == "float"
+    if (family is None and not narrow) or (family != "int" and ctype not in (None, "FLOAT")):
         return None
     uf = _UFUNCS.get(enum_value(op.attrs.get("comparison_direction")))
-    return None if uf is None else FastPath(uf, views=True, out=True)
+    if uf is None:
+        return None
+    if narrow:
+        return FastPath(lambda a, b: uf(_fast.f32_values(a), _fast.f32_values(b)), views=True, fresh=True)
+    return FastPath(uf, views=True, out=True)
 
 
 @kernel("stablehlo.compare", fast=_fast_compare)

@@ -208,8 +208,8 @@ def _float_to_float(x: np.ndarray, dt) -> np.ndarray:
             return round_to(x, dt)
         if x.dtype in (F32, np.dtype(np.float16)):
             return round_to(x.astype(F64), dt) if dt == E8M0 else x.astype(dt)
-        # ml_dtypes source: exact through f32
-        return round_to(x.astype(F32).astype(F64), dt) if dt.kind == "V" else x.astype(F32).astype(dt)
+        # ml_dtypes source: exact through f32 (8-bit sources through a table of that conversion)
+        return round_to(_fast.f32_values(x).astype(F64), dt) if dt.kind == "V" else _fast.f32_values(x).astype(dt)
 
 
 def _convert_dt(dt, x):
@@ -221,7 +221,10 @@ _fast_convert_values = _fast.elementwise(_convert_dt)
 
 def _fast_convert(op):
     """``convert`` of plain types: the operand itself to its own type (the kernel copies it),
-    ``astype`` between integer types of 8 bits or more, else :func:`convert_values` directly."""
+    ``astype`` between integer types of 8 bits or more, a float type narrower than f32's values
+    as f32 (:func:`._fast.f32_values`: the kernel's ``x.astype(f32).astype(f32)``), else
+    :func:`convert_values` directly (8-bit sources and large 16-bit ones through a table of it,
+    :func:`._fast.elementwise`)."""
     types = _fast.plain_types(op)
     if types is None:
         return None
@@ -230,6 +233,8 @@ def _fast_convert(op):
         return FastPath(lambda x: x, scalars=True)
     if _fast.native_family(src) == _fast.native_family(dt) == "int":
         return FastPath(lambda x: x.astype(dt), scalars=True)
+    if dt == F32 and kind_of(src) == "float" and src not in NATIVE_FLOATS:
+        return FastPath(_fast.f32_values, views=True, fresh=True)
     return _fast_convert_values(op)
 
 

@@ -214,11 +214,16 @@ def _wider(f, dt):
 
 
 def exact_float_fn(f, dt, *xs):
-    """For correctly-rounded basic ops: native for f16/f32/f64/complex."""
+    """For correctly-rounded basic ops: native for f16/f32/f64/complex; in f32 and rounded once
+    for bf16 and the f8/f6/f4 types where ``f`` is one of :data:`._fast.ROUNDED_IN_F32` (the
+    value :func:`float_fn` computes, see :func:`._fast.in_f32`)."""
     xs = [np.asarray(x) for x in xs]
-    if np.dtype(dt) in _NATIVE and all(x.dtype in _NATIVE for x in xs):
+    dt = np.dtype(dt)
+    if dt in _NATIVE and all(x.dtype in _NATIVE for x in xs):
         with np.errstate(all="ignore"):
             return f(*xs)
+    if f in _fast.ROUNDED_IN_F32 and _fast.rounds_in_f32(dt) and all(x.dtype == dt for x in xs):
+        return _fast.in_f32(f, dt, *xs)
     return float_fn(f, dt, *xs)
 
 
@@ -419,13 +424,14 @@ def _pick_max(a, b):
 
     The general path of ``maximum``; f16/f32/f64 take :func:`.ieee_maximum`
     (the same choices: ``a`` if it is NaN, else ``b`` if it is NaN, else the
-    larger, ``+0`` over ``-0``)."""
-    wa, wb = wide(a), wide(b)
+    larger, ``+0`` over ``-0``). The narrower types (bf16, f8, ...) are compared
+    as f32 values, which hold theirs exactly (:func:`._fast.f32_values`)."""
+    wa, wb = _fast.f32_values(a), _fast.f32_values(b)
     return np.isnan(wa) | ((wa > wb) & ~np.isnan(wb)) | ((wa == wb) & ~np.signbit(wa))
 
 
 def _pick_min(a, b):
-    wa, wb = wide(a), wide(b)
+    wa, wb = _fast.f32_values(a), _fast.f32_values(b)
     return np.isnan(wa) | ((wa < wb) & ~np.isnan(wb)) | ((wa == wb) & np.signbit(wa))
 
 
@@ -503,12 +509,38 @@ def imag(dt, x):
     return np.zeros(x.shape, dtype=dt)
 
 
+_UINTS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+BLEND_MIN = 1 << 12
+"""Elements from which :func:`where` blends bit patterns (below, ``np.where`` costs less)."""
+
+
+def where(pred, a, b):
+    """``np.where(pred, a, b)``; for a boolean ``pred`` and ``a``, ``b`` of its shape and one
+    type of 1 to 8 bytes, of at least :data:`BLEND_MIN` elements, the bit patterns blended
+    without branches, ``(a & m) | (b & ~m)`` with ``m`` all ones where ``pred`` holds: each
+    element's bits copied from ``a`` or ``b``, as ``np.where`` copies them (NaN payloads
+    included), several times faster where ``pred`` changes at random."""
+    pred, a, b = np.asarray(pred), np.asarray(a), np.asarray(b)
+    ut = _UINTS.get(a.dtype.itemsize)
+    if (ut is None or a.size < BLEND_MIN or pred.dtype != np.bool_ or a.dtype != b.dtype
+            or not pred.shape == a.shape == b.shape):
+        return np.where(pred, a, b)
+    m = pred.astype(ut)  # 0 or 1
+    np.negative(m, out=m)  # 0 or all ones
+    r = np.bitwise_and(a.view(ut), m)
+    np.invert(m, out=m)
+    np.bitwise_and(b.view(ut), m, out=m)
+    r |= m
+    return r.view(a.dtype)
+
+
 def _fast_select(op):
-    """``select`` of plain types: ``np.where``, as the kernel computes it."""
+    """``select`` of plain types: :func:`where`, as the kernel computes it."""
     types = _fast.plain_types(op)
     if types is None or types[0][0] != np.bool_ or not types[0][1] == types[0][2] == types[1]:
         return None
-    return FastPath(np.where, views=True, scalar="({1} if {0} else {2})", scalars=True)
+    return FastPath(where, views=True, scalar="({1} if {0} else {2})", scalars=True)
 
 
 @kernel("stablehlo.select", fast=_fast_select)
@@ -518,5 +550,5 @@ def select(op, pred, on_true, on_false):
     if any(isinstance(e, T.QuantizedType) for e in et) and not (et[0] == et[1] == et[2]):
         return apply(op, lambda dt, p, a, b: np.where(p, a, b), (pred, on_true, on_false))
     dt = op.result_dtype(0)
-    return (out(np.where(np.asarray(pred, dtype=bool), on_true, on_false), dt),)
+    return (out(where(np.asarray(pred, dtype=bool), on_true, on_false), dt),)
 
