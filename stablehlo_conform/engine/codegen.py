@@ -211,10 +211,12 @@ class _Plan:
 
     # emitting ---------------------------------------------------------
     def compile(self) -> Callable:
-        """The function's source, compiled: two versions of the same steps, ``full`` (every
-        op checks the deadline and the memory budget and counts itself in the profile) and
-        ``plain`` (without a profile, under a budget no op reaches: the deadline is checked
-        before each op that computes and at each iteration of an inlined loop)."""
+        """The function's source, compiled: ``plain`` (without a profile, under a budget no op
+        reaches: the deadline is checked before each op that computes and at each iteration of
+        an inlined loop); where a run has a profile or a smaller memory budget, ``full`` (every
+        op checks the deadline and the memory budget and counts itself in the profile), the
+        same steps, generated and compiled the first time a run needs it (it is most of the
+        source, and most runs never need it)."""
         self.ns: dict[str, Any] = {
             "nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic, "_clock": time.perf_counter,
             "_late": _late, "_unsupported": _unsupported, "_run_kernel": _run_kernel, "_A": np.asarray,
@@ -222,20 +224,6 @@ class _Plan:
         self.consts: set[int] = set()
         self.make: dict[str, None] = {}  # lines of make(), in order
         self.located: dict[int, tuple[Op, int]] = {}
-        block = self.block
-        head: list[str] = []
-        if block.args:
-            head.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
-            head.extend(f"env[{v}] = v{v}" for v in block.args if v in self.slots)
-        variants = []
-        for full in (False, True):
-            self.full = full
-            self.n = 0
-            code: list[str] = []
-            self._emit(self.steps, code, "top")
-            if self.fast:  # ufuncs compute as the kernels do, which ignore floating-point errors
-                code = ['with _ignore(all="ignore"):'] + [f"    {line}" for line in code]
-            variants.append(code)
         located = self.located
 
         def fail(i: int, e: Exception) -> None:
@@ -244,17 +232,42 @@ class _Plan:
 
         self.ns["_fail"] = fail
         budget = max((_result_bytes(step[0]) for _, _, step in self._all_steps()), default=0)
-        body = (head + [f"if prof is None and (max_bytes is None or max_bytes >= {budget}):"]
-                + [f"    {line}" for line in variants[0]] + variants[1])
+        full_make: list[Callable] = []
+
+        def make_full() -> Callable:
+            if not full_make:
+                full_make.append(self._compile_variant(True, "make_full"))
+            return full_make[0]
+
+        self.ns["_make_full"] = make_full
+        switch = [f"if prof is not None or (max_bytes is not None and max_bytes < {budget}):",
+                  "    if not full: full.append(_make_full()(eng))", "    return full[0](env, args)"]
+        return self._compile_variant(False, "make", switch)
+
+    def _compile_variant(self, full: bool, name: str, switch: tuple = ()) -> Callable:
+        """``name(eng) -> run(env, args)``: the block's steps, ``full`` or plain (see
+        :meth:`compile`); ``switch``: lines run first (the plain variant hands a run that needs
+        the full one over to it)."""
+        self.full = full
+        self.n = 0
+        code: list[str] = []
+        self._emit(self.steps, code, "top")
+        if self.fast:  # ufuncs compute as the kernels do, which ignore floating-point errors
+            code = ['with _ignore(all="ignore"):'] + [f"    {line}" for line in code]
+        block = self.block
+        head: list[str] = []
+        if block.args:
+            head.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
+            head.extend(f"env[{v}] = v{v}" for v in block.args if v in self.slots)
         src = "\n".join(
-            ["def make(eng):"] + [f"    {line}" for line in self.make]
-            + ["    def run(env, args):", "        _i = -1",
-               "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile", "        try:"]
-            + [f"            {line}" for line in body]
+            [f"def {name}(eng):"] + [f"    {line}" for line in self.make] + ["    full = []", "    def run(env, args):",
+             "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile"]
+            + [f"        {line}" for line in switch] + ["        _i = -1", "        try:"]
+            + [f"            {line}" for line in head + code]
             + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
                "    return run"])
         exec(compile(src, f"<block {block.ops[0].loc if block.ops else '?'}>", "exec"), self.ns)
-        return self.ns["make"]
+        return self.ns[name]
 
     def ref(self, v: int, raw: bool = False) -> str:
         """The expression of value ``v``; ``raw``: for a fast path (a NumPy scalar may stay one)."""

@@ -96,7 +96,9 @@ _U64 = np.uint64
 def _chlo_unary(name, f, refine=None, f64=None):
     """``f`` on f64 (complex128) values, rounded once; on an f64 result type ``f64`` instead,
     and on complex128 ``f`` in extended precision (default ``f64``: that too,
-    :func:`._extended.in_f64`)."""
+    :func:`._extended.in_f64`). Without ``refine``, an f32 or f16 tensor takes the screened
+    fast path of :func:`.float_math.rounded_once_fast` (``f`` in f64, rounded once, the
+    kernel's own function for a block near a rounding midpoint)."""
     complex_f64 = f64 is None
     f64 = f64 or X.in_f64(f)
 
@@ -105,7 +107,8 @@ def _chlo_unary(name, f, refine=None, f64=None):
         return E.float_fn(wide_f, dt, x, op=name, refine=refine)
 
     g.__name__ = name.split(".")[-1]
-    return E.unary(name)(g)
+    # the screened f32/f16 fast path computes float_fn's value without refine only
+    return E.unary(name, fast=M.rounded_once_fast(f, g) if refine is None else None)(g)
 
 
 def _odd(f):

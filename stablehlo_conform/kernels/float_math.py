@@ -106,19 +106,28 @@ def _transcendental(name, f, f64=None):
         return float_fn(f64 if np.dtype(dt) in (F64, C128) else f, dt, x, op=name)
 
     g.__name__ = name.split(".")[-1]
-    return unary(name, fast=_fast_rounded_once(f, g, _fast.elementwise(g)))(g)
+    return unary(name, fast=rounded_once_fast(f, g))(g)
 
 
 _F16 = np.dtype(np.float16)
 
 
-def _fast_rounded_once(f, g, general):
-    """The fast path of a function ``g`` computing ``f`` in f64 and rounding once
-    (:func:`.elementwise.float_fn`): on an f16 or f32 tensor, ``f`` of the widened operand
+def rounded_once_fast(f, g):
+    """The fast path of a unary kernel function ``g(dt, x)`` computing ``f`` in f64 and rounding
+    once (:func:`.elementwise.float_fn` with ``op`` and no ``refine``; also the CHLO functions
+    of :mod:`.chlo_elementwise`): on an f16 or f32 tensor, ``f`` of the widened operand
     rounded into the type, one block of :data:`SCREEN_BLOCK` elements at a time (its f64
     values stay in cache), where no element of the block lies near a rounding midpoint
     (:func:`~stablehlo_conform.numeric.midpoint_screen`: what ``float_fn`` returns there);
-    ``g`` of the block otherwise (``float_fn`` is element-wise)."""
+    ``g`` of the block otherwise (``float_fn`` is element-wise); ``g`` itself on other types
+    (:func:`._fast.elementwise`).
+
+    Bit for bit ``float_fn``'s value: it computes the same ``f`` of the same widened values,
+    rounds them with the same cast, and returns that cast wherever
+    :func:`~stablehlo_conform.numeric.may_be_near_midpoint` clears every element, which the
+    screen's bit test decides alike (``tests/test_fast_paths.py``); a block it does not clear
+    goes to ``g``, the kernel's own function."""
+    general = _fast.elementwise(g)
 
     def fast(op):
         types = _fast.plain_types(op)
