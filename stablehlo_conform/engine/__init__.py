@@ -42,7 +42,7 @@ __all__ = ["Engine", "FOLDABLE", "MAX_DEPTH", "TERMINATORS", "DepthExceeded", "O
 
 # a block runs step by step once per this many of its ops before it is generated
 # (generating costs about as much as this many step-by-step runs save)
-OPS_PER_STEPWISE_RUN = 64
+OPS_PER_STEPWISE_RUN = 512
 
 
 class Engine:
