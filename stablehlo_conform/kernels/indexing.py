@@ -319,28 +319,44 @@ def _clamped_starts(starts, dims: Sequence[int], sizes: Sequence[int]) -> list[i
     return out
 
 
+def _start_plan(op, sizes: tuple[int, ...]) -> tuple | None:
+    """``(size, largest start)`` per dimension of a static operand whose windows of ``sizes``
+    start at the op's rank-0 start operands (after the operand and, for
+    ``dynamic_update_slice``, the update), clamped as :func:`_clamped_starts` clamps them; None
+    where the kernel runs: a rank-0 operand, a size count not the rank, u64 starts (they
+    saturate there)."""
+    dims = tuple(op.operand_types[0].shape)
+    if len(sizes) != len(dims) or not dims:
+        return None
+    starts = op.operand_types[len(op.operand_types) - len(dims):]
+    if any(ty.dtype.kind == "u" and ty.dtype.itemsize >= 8 for ty in starts):
+        return None
+    return tuple((k, max(n - k, 0)) for n, k in zip(dims, sizes))
+
+
+def _window(starts, plan: tuple) -> tuple[slice, ...]:
+    """The clamped window of :func:`_start_plan` at ``starts`` (rank-0 integers of at most 64
+    bits, NumPy scalars or 0-d arrays: ``int`` is their value)."""
+    idx = []
+    for s, (k, hi) in zip(starts, plan):
+        v = int(s)
+        v = 0 if v < 0 else hi if v > hi else v
+        idx.append(slice(v, v + k))
+    return tuple(idx)
+
+
 def _fast_dynamic_slice(op):
     """``dynamic_slice`` of a static operand: the kernel's clamped slice (a view where it is
     C-ordered, else a C-ordered copy)."""
     types = _fast.plain_types(op)
     if types is None:
         return None
-    dims = tuple(op.operand_types[0].shape)
-    sizes = tuple(int(s) for s in np.asarray(op.attr("slice_sizes")).reshape(-1))
-    if len(sizes) != len(dims) or not dims:
+    plan = _start_plan(op, tuple(int(s) for s in np.asarray(op.attr("slice_sizes")).reshape(-1)))
+    if plan is None:
         return None
-    limits = [max(n - k, 0) for n, k in zip(dims, sizes)]
-    if any(ty.dtype.kind == "u" and ty.dtype.itemsize >= 8 for ty in op.operand_types[1:]):
-        return None  # saturating u64 starts: the kernel
-    plan = tuple(zip(sizes, limits))
 
     def call(x, *starts):
-        idx = []
-        for s, (k, hi) in zip(starts, plan):
-            v = int(s)  # rank-0 starts of at most 64 bits: their value
-            v = 0 if v < 0 else hi if v > hi else v
-            idx.append(slice(v, v + k))
-        r = x[tuple(idx)]
+        r = x[_window(starts, plan)]
         return r if r.flags.c_contiguous else np.array(r, order="C")  # values are never written to
 
     return FastPath(call, scalars=True)
@@ -356,7 +372,26 @@ def dynamic_slice(op, operand, *start_indices):
     return (_c(operand[idx]),)
 
 
-@kernel("stablehlo.dynamic_update_slice")
+def _fast_dynamic_update_slice(op):
+    """``dynamic_update_slice`` of static operand and update of the result's type: a C-ordered
+    copy of the operand with the update written at the kernel's clamped starts (both may be
+    any strided arrays: ``copy`` and the assignment read values, not layouts)."""
+    types = _fast.plain_types(op)
+    if types is None or types[0][0] != types[1] or types[0][1] != types[1]:
+        return None
+    plan = _start_plan(op, tuple(op.operand_types[1].shape))
+    if plan is None:
+        return None
+
+    def call(x, update, *starts):
+        out = x.copy()
+        out[_window(starts, plan)] = update
+        return out
+
+    return FastPath(call, views=True, scalars=True, fresh=True)
+
+
+@kernel("stablehlo.dynamic_update_slice", fast=_fast_dynamic_update_slice)
 def dynamic_update_slice(op, operand, update, *start_indices):
     """See spec.md#dynamic_update_slice: start indices are clamped into bounds."""
     operand = np.asarray(operand)

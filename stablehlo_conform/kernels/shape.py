@@ -195,7 +195,21 @@ def broadcast_in_dim(op, operand):
     return (broadcast_to_shape(operand, dims, shape),)
 
 
-@kernel("stablehlo.concatenate")
+def _fast_concatenate(op):
+    """``concatenate`` of operands of the result's type: ``np.concatenate`` itself (the kernel's
+    ``astype`` changes nothing there; a new C-ordered array of any strided operands)."""
+    types = _fast.plain_types(op)
+    if types is None or any(d != types[1] for d in types[0]):
+        return None
+    dim = int(op.attr("dimension"))
+
+    def call(*xs):
+        return np.concatenate(xs, axis=dim)
+
+    return FastPath(call, views=True, fresh=True)
+
+
+@kernel("stablehlo.concatenate", fast=_fast_concatenate)
 def concatenate(op, *inputs):
     """See spec.md#concatenate."""
     dim = int(op.attr("dimension"))
@@ -257,7 +271,23 @@ def reverse(op, operand):
     return (_c(np.flip(operand, axis=dims)),)
 
 
-@kernel("stablehlo.slice")
+def _fast_slice(op):
+    """``slice`` of a static operand of rank one or more: the kernel's slice (a view where it
+    is C-ordered, as a C-ordered operand's ``reshape`` is, else a C-ordered copy)."""
+    types = _fast.plain_types(op)
+    if types is None or not types[2]:
+        return None
+    idx = tuple(slice(s, l, st) for s, l, st in zip(
+        _ints(op.attr("start_indices")), _ints(op.attr("limit_indices")), _ints(op.attr("strides"))))
+
+    def call(x):
+        r = x[idx]
+        return r if r.flags.c_contiguous else np.array(r, order="C")  # values are never written to
+
+    return FastPath(call)
+
+
+@kernel("stablehlo.slice", fast=_fast_slice)
 def slice_(op, operand):
     """See spec.md#slice."""
     return (slice_array(operand, _ints(op.attr("start_indices")), _ints(op.attr("limit_indices")),
