@@ -285,15 +285,21 @@ def _fmt_value(v) -> str:
     return repr(v)
 
 
+def backend_failure(e: Exception, limit: int = 200) -> tuple[str, str]:
+    """``(status, message)`` of a backend that rejected a cell's program: a finding, not a crash
+    (``unsupported``, ``timeout`` or ``crash`` as the backend said, else ``error``)."""
+    status = getattr(e, "status", "error")
+    return (status if status in ("unsupported", "timeout", "crash") else "error",
+            (str(e).strip().splitlines() or [type(e).__name__])[0][:limit])
+
+
 def measure_cell(backend, op: str, type_name: str, args: Sequence[np.ndarray], exact_vals: np.ndarray,
                  errors_of: Callable[[np.ndarray], np.ndarray]) -> Cell:
     cell = Cell(backend_name(backend), op, type_name, exhaustive=exhaustive(type_name, op))
     try:
         actual = run_on_backend(backend, op, type_name, args)
-    except Exception as e:  # a backend that rejects the op or type is a finding, not a crash
-        status = getattr(e, "status", "error")
-        cell.status = status if status in ("unsupported", "timeout", "crash") else "error"
-        cell.message = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+    except Exception as e:
+        cell.status, cell.message = backend_failure(e)
         return cell
     err = errors_of(actual)
     measured = ~np.isnan(err)

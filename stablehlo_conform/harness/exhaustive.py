@@ -34,7 +34,7 @@ import numpy as np
 from .. import types as T
 from ..numeric import float_from_bits, significand_and_emin, wide
 from ..oracle import exact as X
-from .accuracy import _same_bits, dtype_of, op_arity, result_type, run_on_backend
+from .accuracy import _same_bits, backend_failure, dtype_of, op_arity, result_type, run_on_backend
 
 CHUNK_BITS = 24
 WORST = 8  # worst inputs kept per chunk and per cell
@@ -158,10 +158,8 @@ def _measure_chunk(backend: str, op: str, type_name: str, lo: int, hi: int) -> d
     rdt = dtype_of(rtype)
     try:
         actual = run_on_backend(backend, op, type_name, args)
-    except Exception as e:  # a backend that rejects the op or type is a finding, not a crash
-        status = getattr(e, "status", "error")
-        c.status = status if status in ("unsupported", "timeout", "crash") else "error"
-        c.message = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+    except Exception as e:
+        c.status, c.message = backend_failure(e, 300)
         c.seconds = round(time.perf_counter() - t0, 3)
         return c.to_json()
     cr = run_on_backend("numpy", op, type_name, args)
