@@ -284,3 +284,15 @@ def test_tf32_under_default_precision_is_accumulated_not_wrong():
     assert v.outcome == "accumulated" and v.ok and v.first_op is None
     assert v.worst.backend > 100 * v.worst.bound
     assert v.summary().startswith("accumulated: no single op exceeds its bound")
+
+
+def test_a_runs_accuracy_profile_reaches_the_per_op_judgement(tmp_path):
+    """The per-op runs of a model judge ops by the accuracy profile the run names, as diff does."""
+    from types import SimpleNamespace
+
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps({"ops": {"stablehlo.exponential": {"f32": 7}}}))
+    local = M.localising_options(SimpleNamespace(timeout=5.0, extra={"accuracy_profile": str(prof)}))
+    assert local.timeout == 5.0 and local.max_ops >= 10**6
+    assert local.extra["_profile"] is not None
+    assert M.localising_options(None).extra["_profile"] is None

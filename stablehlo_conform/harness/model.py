@@ -40,6 +40,7 @@ import numpy as np
 
 from ..compare import _float_info, is_float_dtype
 from ..errors import ConformError
+from ..oracle.classes import profile_from
 from ..program import Module
 from .backends.numpy_backend import NumpyBackend
 from .diff import DiffOptions, Runner, _localise, _safe_run, make_runners
@@ -241,12 +242,14 @@ def judge_backend(module: Module, entry: str, args: Sequence[np.ndarray], runner
     return ModelVerdict(runner.label, outcome, errors, first, note)
 
 
-def model_options(opts: Any) -> DiffOptions:
-    """Options of the per-op runs: every op of a model (a model has thousands)."""
-    timeout = getattr(opts, "timeout", None)
-    max_ops = getattr(opts, "max_ops", None)
-    return DiffOptions(timeout=timeout, max_ops=max_ops or 10**9, per_op_limit=getattr(opts, "per_op_limit", 2),
-                       extra=dict(getattr(opts, "extra", None) or {}))
+def localising_options(opts: Any) -> DiffOptions:
+    """The per-op runs' options for a model run by ``conform run`` (``opts``: its run options, or
+    None): the run's timeout per op, every op of the model (a model has thousands), and the
+    accuracy profile the run names, as :func:`.diff.diff_program` reads it."""
+    local = DiffOptions(timeout=getattr(opts, "timeout", None), max_ops=10**9,
+                        extra=dict(getattr(opts, "extra", None) or {}))
+    local.extra.setdefault("_profile", profile_from(local))
+    return local
 
 
 def inputs_for(module: Module, entry: str, recipe: Recipe, seed: int | None = None) -> list[np.ndarray]:
@@ -264,12 +267,12 @@ def run_model(module: Module, recipe: Recipe, backend: Any, opts: Any = None, se
               ) -> ModelVerdict:
     """A model as a test (``conform run``): inputs from its recipe, the
     reference, the backend's outputs judged by the model rule."""
-    entry = recipe.entry if recipe.entry in module.funcs else next(iter(module.funcs))
+    entry = recipe.entry
     args = inputs_for(module, entry, recipe, seed)
     ref = reference(module, entry, args, opts)
     runner = Runner(getattr(backend, "name", type(backend).__name__), backend)
     got = ref.outputs if is_oracle(backend) else tuple(backend.run_function(module, entry, args, opts))
-    return judge_backend(module, entry, args, runner, got, ref, model_options(opts))
+    return judge_backend(module, entry, args, runner, got, ref, localising_options(opts))
 
 
 def diff_model(module: Module, entry: str, backends: Sequence[Any], args: Sequence[np.ndarray],
@@ -278,6 +281,7 @@ def diff_model(module: Module, entry: str, backends: Sequence[Any], args: Sequen
     writes, each backend's outputs judged by the model rule (against the
     arbiter, not against each other), localised only when outside the bound."""
     opts = opts or DiffOptions()
+    opts.extra.setdefault("_profile", profile_from(opts))
     runners = make_runners(backends)
     func = module.funcs[entry]
     report: dict[str, Any] = {
@@ -295,12 +299,11 @@ def diff_model(module: Module, entry: str, backends: Sequence[Any], args: Sequen
             status, value = _safe_run(r, module, entry, args, opts)
         report["runs"][r.label] = {"status": status, "message": "" if status == "ok" else value}
         results[r.label] = value if status == "ok" else None
-    local = model_options(opts)
     verdicts = []
     for r in runners:
         if results[r.label] is None:
             continue
-        v = judge_backend(module, entry, args, r, results[r.label], ref, local, opts.localise != "never")
+        v = judge_backend(module, entry, args, r, results[r.label], ref, opts, opts.localise != "never")
         verdicts.append(v)
         report["verdicts"][r.label] = v.to_json()
         for e in v.outputs:
