@@ -72,6 +72,7 @@ def run_exhaustive(backends, ops, types, range_, cluster, chunk_bits, jobs, json
     progress = Progress(total, "inputs") if not quiet and total else None
     fresh: list[E.Chunk] = []
     interrupted: Interrupted | None = None
+    failed = False  # the cluster lost a task on every try: what came back is kept, the run is not complete
     start = time.perf_counter()
     try:
         with interruptible():
@@ -87,10 +88,7 @@ def run_exhaustive(backends, ops, types, range_, cluster, chunk_bits, jobs, json
         interrupted = e
     except ClusterError as e:
         click.echo(f"error: {e}", err=True)
-        interrupted = None
-        fresh_failed = True
-    else:
-        fresh_failed = False
+        failed = True
     finally:
         ignore_interrupts()
         if progress is not None:
@@ -101,7 +99,7 @@ def run_exhaustive(backends, ops, types, range_, cluster, chunk_bits, jobs, json
     wall = time.perf_counter() - start
     have = {**done, **{(c.backend, c.op, c.type, c.lo, c.hi): c for c in fresh}}
     lines, docs = [], []
-    complete_all = interrupted is None and not fresh_failed
+    complete_all = interrupted is None and not failed
     for b, op, t, lo, hi in cells:
         parts = [have[(b, op, t, a, z)] for a, z in E.chunks(lo, hi, chunk_bits) if (b, op, t, a, z) in have]
         merged = E.merge(parts, lo, hi)

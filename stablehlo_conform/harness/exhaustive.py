@@ -162,7 +162,7 @@ def _measure_chunk(backend: str, op: str, type_name: str, lo: int, hi: int) -> d
         c.status, c.message = backend_failure(e, 300)
         c.seconds = round(time.perf_counter() - t0, 3)
         return c.to_json()
-    cr = run_on_backend("numpy", op, type_name, args)
+    cr = actual if backend == "numpy" else run_on_backend("numpy", op, type_name, args)  # the oracle
     silent = X.spec_silent(op, args, rdt)
     same = _same_bits(actual, cr)
     measured = ~silent
