@@ -151,10 +151,8 @@ def wide(x: np.ndarray) -> np.ndarray:
     k = kind_of(x.dtype)
     if k == "complex":
         return x.astype(C128)
-    if x.dtype in NATIVE_FLOATS:
-        return x.astype(F64)
-    with np.errstate(invalid="ignore"):  # ml_dtypes flags a NaN as an invalid cast
-        return x.astype(F32).astype(F64)
+    with np.errstate(invalid="ignore"):  # a signaling NaN (ml_dtypes: any NaN) is flagged as an invalid cast
+        return x.astype(F64) if x.dtype in NATIVE_FLOATS else x.astype(F32).astype(F64)
 
 
 def _f64_to_f32_odd(x: np.ndarray) -> np.ndarray:

@@ -35,6 +35,9 @@ import numpy as np
 from .errors import ConformError, Timeout
 
 DEFAULT_TIMEOUT = 30.0  # seconds a process waits for the others without a deadline
+# the most processes a grid may have where a backend makes a device per process (XLA CPU: about
+# 2 s and 0.5 GB for 1024 devices, 10 GB for 100000): a program asking for more is refused
+MAX_PROCESSES = 1024
 
 ProcessId = tuple[int, int]
 
@@ -53,6 +56,16 @@ class RendezvousTimeout(Timeout):
 
 class ProcessAborted(ConformError):
     """This process was stopped because another one failed."""
+
+
+def grid_limit_error(replicas: int, partitions: int, limit: int = MAX_PROCESSES) -> str | None:
+    """Why a ``replicas x partitions`` grid is not made (more processes than
+    ``limit``), or None when it may be."""
+    n = replicas * partitions
+    if n <= limit:
+        return None
+    return (f"a grid of {replicas} replicas x {partitions} partitions ({n} processes) is larger than "
+            f"the limit of {limit} processes")
 
 
 def fmt_pid(pid: ProcessId) -> str:

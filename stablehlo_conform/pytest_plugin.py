@@ -30,9 +30,14 @@ unsupported op is a failure, not a skip: a backend that cannot run a test
 does not conform; baseline it to accept it. A listed test that passes now
 passes (it is named in the summary as newly passing).
 
-Tests run in the pytest process (a native crash ends it; with pytest-xdist
-the worker is restarted and the test reported as crashed). Works with
-``pytest -n N``: every worker collects the same items in the same order.
+Items are collected in the pytest process and run as ``conform run`` runs
+a test: in a worker process kept from item to item (the runner's, see
+:mod:`.harness.runner`), so a kernel that runs past ``--conform-timeout`` is
+stopped and fails as a timeout, a native crash fails its item, a test whose
+allocations go over ``--conform-max-memory`` fails with the budget named,
+and the session goes on with a fresh worker. Works with ``pytest -n N``:
+every worker collects the same items in the same order (and has a worker
+process of its own).
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 PLUGIN_NAME = "stablehlo_conform"
 
 _baseline_key = pytest.StashKey[Any]()
+_options_key = pytest.StashKey[Any]()
+_pool_key = pytest.StashKey[list]()  # the worker processes that run the items (see _run_in_worker)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,9 +71,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conform-baseline", default=None, metavar="FILE",
                     help="Expected failures: listed tests that do not pass are xfailed with the reason.")
     group.addoption("--conform-timeout", default=None, type=float, metavar="SECONDS",
-                    help="Seconds per test program (default 60, 0: none).")
+                    help="Seconds per test program (default 60, 0: none); a kernel past it is stopped.")
     group.addoption("--conform-max-memory", default=None, type=float, metavar="MIB",
-                    help="Memory budget per constant and op result, in MiB (default: a quarter of RAM; 0: none).")
+                    help="Memory budget per constant and op result, and of what a test allocates beyond "
+                         "what its worker held (temporaries included; plus 64 MiB), in MiB "
+                         "(default: a quarter of RAM; 0: none).")
     group.addoption("--conform-accuracy-profile", default=None, metavar="FILE",
                     help="ULP bounds per op and element type (TOML or JSON) for the accuracy classes.")
     parser.addini("conform", type="bool", default=False,
@@ -95,6 +104,7 @@ def _backend_name(config: pytest.Config) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_baseline_key] = None
+    config.stash[_pool_key] = []
     path = config.getoption("conform_baseline") or config.getini("conform_baseline")
     if path:
         try:
@@ -198,12 +208,28 @@ class ConformFailure(Exception):
         self.rec = rec
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pool = config.stash.get(_pool_key, None)
+    if pool:
+        from .harness.runner import close_pool  # loads mpmath: kept here for start-up time
+
+        close_pool(pool)
+
+
 def _options(config: pytest.Config):
+    """The session's options (one set: the workers of the pool were started with it)."""
+    opts = config.stash.get(_options_key, None)
+    if opts is None:
+        opts = config.stash[_options_key] = _new_options(config)
+    return opts
+
+
+def _new_options(config: pytest.Config):
     from .harness.cases import Options  # loads mpmath: kept here for start-up time
 
     t = config.getoption("conform_timeout")
     timeout = 60.0 if t is None else (t or None)
-    opts = Options(backend=_backend_name(config), timeout=timeout, max_bytes=_budget(config))
+    opts = Options(backend=_backend_name(config), timeout=timeout, load_timeout=timeout, max_bytes=_budget(config))
     profile = config.getoption("conform_accuracy_profile", None)
     if profile:
         from .oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
@@ -214,6 +240,27 @@ def _options(config: pytest.Config):
             raise pytest.UsageError(str(e)) from None
         opts.extra["accuracy_profile"] = accuracy_profile_option(profile, pytest.UsageError)
     return opts
+
+
+def _run_in_worker(item: ProgramItem) -> dict:
+    """The record of ``item``, run as ``conform run`` runs a test: in a worker
+    process (kept from item to item), so a kernel past ``--conform-timeout``
+    is stopped (the worker with it), a native crash or a test over
+    ``--conform-max-memory`` ends in that item's record, and the session goes
+    on with a fresh worker."""
+    from .harness.runner import Runner  # loads mpmath: kept here for start-up time
+
+    path = str(item.path)
+    loaded = _load(path, item.config)
+    ids = [r["id"] for r in loaded.errors] + [f"{path}::{n}" for n, _m, _f in loaded.tests + loaded.programs]
+    mine = f"{path}::{item.name}"
+    gone = {"id": item.test_id, "status": "error", "message": f"test {item.name} no longer in {item.path}"}
+    if mine not in ids:
+        raise ConformFailure(gone)
+    runner = Runner(_options(item.config), jobs=1, pool=item.config.stash[_pool_key])
+    recs = runner.run([path], skip={i for i in ids if i != mine})
+    # its record, or the file's (it no longer loads); none: the file changed since it was collected
+    return next((r for r in recs if r["id"] == mine), recs[0] if recs else gone)
 
 
 class ProgramItem(pytest.Item):
@@ -233,17 +280,8 @@ class ProgramItem(pytest.Item):
         if self.load_error is not None:
             rec = dict(self.load_error, id=self.test_id)
         else:
-            from .harness.cases import run_program, run_test  # loads mpmath: kept here for start-up time
-
-            loaded = _load(str(self.path), self.config)
-            found = loaded.programs if self.program else loaded.tests
-            match = [(m, f) for n, m, f in found if n == self.name]
-            if not match:
-                raise ConformFailure({"id": self.test_id, "status": "error",
-                                      "message": f"test {self.name} no longer in {self.path}"})
-            mod, what = match[0]
-            run = run_program if self.program else run_test
-            rec = run(mod, what, self.test_id, _options(self.config))
+            rec = dict(_run_in_worker(self), id=self.test_id)
+            rec["line"] = rec.get("line") or self.line  # a record of the runner's own (timeout, crash) has none
         self.record = rec
         self.user_properties.append(("conform_status", rec["status"]))
         if rec.get("family"):

@@ -115,7 +115,7 @@ def test_matrix_renders_in_headless_chromium(tmp_path):
     html = dom.stdout
     # the inline script ran and built the matrix
     assert 'data-rendered="12"' in html
-    cells = re.findall(r'<td class="cell( total)?" data-op="([^"]+)" data-dtype="([^"]+)" '
+    cells = re.findall(r'<td class="cell( total)?(?: unsupported)?" data-op="([^"]+)" data-dtype="([^"]+)" '
                        r'data-backend="([^"]+)" data-pass="(\d+)" data-total="(\d+)"', html)
     table = {(op, dt, be): (int(p), int(t)) for _tot, op, dt, be, p, t in cells}
     assert table[("stablehlo.add", "i16", "numpy")] == (2, 2)
@@ -125,11 +125,13 @@ def test_matrix_renders_in_headless_chromium(tmp_path):
     # (total + i16 + f32 for add, total + i1 + bf16 + f32 for maximum) x 2 backends
     assert len(cells) == (3 + 4) * 2
     assert html.count('class="cell none"') == (2 + 1) * 2  # add has no i1/bf16, maximum no i16
-    # cells are coloured by pass rate: green at 100 %, red at 0 %
+    # cells are coloured by pass rate: green at 100 %, red at 0 %; unsupported only: grey, not red
     green = re.search(r'data-backend="numpy" data-pass="2" data-total="2"[^>]*style="background: ([^"]+)"', html)
-    red = re.search(r'data-dtype="bf16" data-backend="vendor"[^>]*style="background: ([^"]+)"', html)
+    red = re.search(r'data-dtype="i16" data-backend="vendor"[^>]*style="background: ([^"]+)"', html)
     assert green and red and green.group(1) != red.group(1)
     assert "rgb(" in red.group(1) or "hsl(" in red.group(1)
+    assert re.search(r'<td class="cell unsupported" data-op="stablehlo.maximum" data-dtype="bf16" '
+                     r'data-backend="vendor"[^>]*>', html)
     # every non-passing test is listed, expandable, with its message; baselined ones are marked
     fails = re.findall(r'<details class="failure" data-status="(\w+)"', html)
     assert sorted(fails) == ["fail", "fail", "unsupported"]

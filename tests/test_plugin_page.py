@@ -257,7 +257,7 @@ def test_commands_take_pjrt_names(tmp_path):
         assert r.exit_code == 2, (args, r.output)
         assert "/nonexistent/libacme.so" in r.output and "unknown backend" not in r.output
     r = CliRunner().invoke(main, ["backends", missing])
-    assert r.exit_code == 1 and "pjrt:acme does not load" in r.output
+    assert r.exit_code == 2 and "pjrt:acme does not load" in r.output  # a usage error, as in every command
 
 
 def test_reduce_on_a_pjrt_backend_shrinks_a_planted_disagreement(plugin, tmp_path):  # noqa: F811

@@ -16,8 +16,9 @@ import time
 import click
 
 from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
+from ..harness import jsonout
 from ..harness.stream import StreamError, read_lines, repair
-from .common import outputs_ready, usable_backend
+from .common import SEED, outputs_ready, usable_backend
 from ..types import ElementType
 
 
@@ -43,7 +44,7 @@ def _resolve_ops(names):
                    "complex type.")
 @click.option("--samples", default=None, type=click.IntRange(1), show_default="100000",
               help="Seeded samples per op for the types not measured exhaustively.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the Markdown tables here.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write every cell as JSON here.")
 @click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False),
@@ -97,9 +98,10 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
         raise click.UsageError("--render-only needs --jsonl")
     for b in backends:
         usable_backend(b)
-    known, runs = _read_jsonl(A, jsonl_path) if jsonl_path and os.path.lexists(jsonl_path) else ([], [])
+    # the cell file is locked (another run on it is refused) before it is read and repaired
     outputs_ready({"-o": output, "--json": json_path, "--jsonl": jsonl_path, "--write-defaults": defaults_path},
-                  keep=jsonl_path)
+                  keep=jsonl_path, streams=("--jsonl",))
+    known, runs = _read_jsonl(A, jsonl_path) if jsonl_path and os.path.lexists(jsonl_path) else ([], [])
     samples = samples or A.DEFAULT_SAMPLES
     start = time.perf_counter()
     argv = " ".join(a if " " not in a and "<" not in a else repr(a) for a in sys.argv[1:])
@@ -117,7 +119,7 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
         fresh.extend(cells)
         if sink is not None:
             for c in cells:
-                sink.write(json.dumps(A.cell_dict(c)) + "\n")
+                sink.write(jsonout.dumps(A.cell_dict(c)) + "\n")
             sink.flush()
 
     finished = False
@@ -138,7 +140,7 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
             record = A.run_record(command, jobs, time.perf_counter() - start, fresh, finished)
             runs.append(record["run"])
             if sink is not None:
-                sink.write(json.dumps(record) + "\n")
+                sink.write(jsonout.dumps(record) + "\n")
         if sink is not None:
             sink.close()
     meta = {"command": command, "samples": samples, "seed": seed, "backends": list(backends), "runs": runs}
@@ -156,7 +158,7 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
     else:
         click.echo(text)
     if json_path:
-        write_atomic(json_path, json.dumps(A.cells_json(cells, meta), indent=1))
+        write_atomic(json_path, jsonout.dumps(A.cells_json(cells, meta), indent=1))
     if defaults_path and interrupted is None:
         _write_defaults(A, cells, defaults_path, command)
     elif defaults_path:

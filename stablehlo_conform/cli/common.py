@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
 
 import click
 
-from ..harness.guard import GuardError, Interrupted, check_input, prepare_outputs
-from ..harness.backends import BackendUnavailable, check_name, get_backend
+from ..harness.guard import GuardError, Interrupted, OutputPlan, check_input, prepare_outputs
+from ..harness.backends import LOAD_SECONDS, BackendUnavailable, check_name, get_backend
 
 
 class InputFile(click.Path):
@@ -59,24 +60,53 @@ class Mebibytes(Seconds):
             self.fail(f"{value!r}: give a finite size in MiB, 0 or more", param, ctx)
 
 
+class Seed(click.ParamType):
+    """A seed of the random inputs: an integer, 0 or more (numpy's
+    ``default_rng``, which every seed reaches, takes no negative one)."""
+
+    name = "seed"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            x = value
+        else:
+            try:
+                x = int(str(value), 10)
+            except ValueError:
+                self.fail(f"{value!r} is not an integer", param, ctx)
+        if x < 0:
+            self.fail(f"{value!r}: give a seed of 0 or more (numpy's generators take no negative seed)", param, ctx)
+        return x
+
+
 SECONDS = Seconds()
 MIB = Mebibytes()
+SEED = Seed()
 
 
 def outputs_ready(outputs: Mapping[str, str | None], keep: str | None = None,
-                  folders: Mapping[str, str | None] | None = None) -> None:
-    """:func:`~..harness.guard.prepare_outputs`, a usage error when it fails."""
+                  folders: Mapping[str, str | None] | None = None, *, inputs: Iterable[str | Path | None] = (),
+                  streams: Collection[str] = (), fills: Collection[str] = ()) -> OutputPlan:
+    """:func:`~..harness.guard.prepare_outputs` (the one planner of every
+    command's outputs: it knows the command's ``inputs``, locks its
+    ``streams``), a usage error when it fails. The locks are held until the
+    command ends (its click context closes)."""
     try:
-        prepare_outputs(outputs, keep, folders)
+        plan = prepare_outputs(outputs, keep, folders, inputs=inputs, streams=streams, fills=fills)
     except GuardError as e:
         raise click.UsageError(str(e)) from None
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(plan.release)
+    return plan
 
 
-def usable_backend(name: str, option: str = "--backend") -> str:
+def usable_backend(name: str, option: str = "--backend", load_timeout: float | None = LOAD_SECONDS) -> str:
     """``name`` unless it names no backend or its backend cannot run here
-    (not installed, a plugin that does not load): then a usage error."""
+    (not installed, a plugin that does not load within ``load_timeout``
+    seconds): then a usage error."""
     try:
-        check_name(name)
+        check_name(name, load_timeout)
         check = getattr(get_backend(name), "check_available", None)
         if check is not None:
             check()

@@ -3,12 +3,12 @@ on several backends and locate the first op where they disagree).
 
 Exit codes: 0 success (``diff``: the backends agree), 1 the program failed
 to run (``diff``: the backends disagree, or one of them did not run), 2
-usage, input or program errors (or a backend that is not installed).
+usage, input or program errors (or a backend that is not installed or does
+not load).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -21,8 +21,9 @@ import click
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from ..errors import ConformError, InputError, ParseError
+from ..harness import jsonout
 from ..harness.guard import GuardError, atomic_path, prepare_outputs, write_atomic
-from .common import SECONDS, InputFile, usable_backend
+from .common import SECONDS, SEED, InputFile, usable_backend
 from ..compare import is_float_dtype
 from ..harness import inputs as I
 from ..harness import recipe as R
@@ -51,10 +52,12 @@ def _load(path: str):
     return mods[0]
 
 
-def _outputs(outputs: dict, folders: dict | None = None) -> None:
-    """Every output usable before the program runs (see :mod:`..harness.guard`)."""
+def _outputs(outputs: dict, program: str, folders: dict | None = None, inputs=()) -> None:
+    """Every output usable before ``program`` runs, none of them the
+    program, its recipe or one of the other ``inputs`` (see
+    :mod:`..harness.guard`)."""
     try:
-        prepare_outputs(outputs, folders=folders)
+        prepare_outputs(outputs, folders=folders, inputs=[program, R.recipe_path(program), *inputs])
     except GuardError as e:
         _fail(str(e))
 
@@ -141,7 +144,7 @@ def _format_array(name: str, ttype, a) -> str:
               help=".npz with one array per argument (arg0, arg1, ... or argument names).")
 @click.option("--random", "use_random", is_flag=True,
               help="Seeded random inputs per argument type (a model's default: its recipe's inputs).")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--entry", default=None, help="Function to run (default: main, or the only public one).")
 @click.option("--backend", default="numpy", show_default=True,
               help="numpy, reference, xla, iree, pjrt:PATH.so, pjrt:NAME or an installed plugin.")
@@ -167,7 +170,8 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
 
     if inputs_path and use_random:
         _fail("give either --inputs or --random")
-    _outputs({"--output": output, "--profile-json": profile_json, "--outfeed": outfeed_path})
+    _outputs({"--output": output, "--profile-json": profile_json, "--outfeed": outfeed_path}, program,
+             inputs=[inputs_path, infeed_path])
     try:
         check_name(backend)
     except BackendUnavailable as e:
@@ -212,9 +216,9 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
         _fail(str(e))
     except InputError as e:
         _fail(str(e))
-    except ConformError as e:
-        text = str(e)
-        _fail(text if text.startswith(f"{e.status}:") else f"{e.status}: {text}", 1)
+    except ConformError as e:  # "error: <why>" once: _fail says "error:", another status is said after it
+        text = str(e).removeprefix("error: ")
+        _fail(text if e.status == "error" or text.startswith(f"{e.status}:") else f"{e.status}: {text}", 1)
     wall = time.perf_counter() - t0
     results = tuple(results)
     io_ = getattr(opts, "io", None)
@@ -245,7 +249,7 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
         if profile_json:
             doc = {"wall_seconds": wall, "kernel_seconds": total,
                    "ops": {k: {"count": v[0], "seconds": v[1]} for k, v in rows}}
-            write_atomic(profile_json, json.dumps(doc, indent=1))
+            write_atomic(profile_json, jsonout.dumps(doc, indent=1))
 
 
 @click.command("diff")
@@ -254,7 +258,7 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
               help="Comma-separated backends; the first is the baseline.")
 @click.option("--inputs", "inputs_path", type=InputFile(bounded=False),
               help=".npz with one array per argument (default: seeded random inputs).")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--entry", default=None)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the report as JSON.")
 @click.option("--localise", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
@@ -278,7 +282,8 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:
         _fail("--backends needs at least two backends")
-    _outputs({"--json": json_path}, folders={"--repro-dir": repro_dir})
+    _outputs({"--json": json_path}, program, folders={"--repro-dir": repro_dir},
+             inputs=[inputs_path, accuracy_profile])
     for n in names:
         usable_backend(n, "--backends")
     module = _load(program)
@@ -301,7 +306,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     for line in format_report(report):
         click.echo(line)
     if json_path:
-        write_atomic(json_path, json.dumps(report, indent=1, default=str))
+        write_atomic(json_path, jsonout.dumps(report, indent=1, default=str))
     if repro_dir and report["status"] != "agree":
         click.echo(f"repro bundle: {diff_bundle(repro_dir, program, module, func.name, args, names, report, timeout)}")
     sys.exit(0 if report["status"] == "agree" else 1)

@@ -7,13 +7,13 @@ bad range, a cluster that cannot be reached), 130 / 143 interrupted (the chunks 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 import click
 
 from ..harness import exhaustive as E
+from ..harness import jsonout
 from ..harness.cluster import ClusterError, Progress, executor
 from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from ..harness.stream import StreamError, read_lines, repair
@@ -54,8 +54,9 @@ def run_exhaustive(backends, ops, types, range_, cluster, chunk_bits, jobs, json
             except E.SpaceError as e:
                 raise click.UsageError(str(e)) from None
             cells += [(b, op, t, lo, hi) for b in backends]
+    # the chunk file is locked (another run on it is refused) before it is read and repaired
+    outputs_ready({"-o": output, "--json": json_path, "--jsonl": jsonl_path}, keep=jsonl_path, streams=("--jsonl",))
     known = _known_chunks(jsonl_path) if jsonl_path and os.path.lexists(jsonl_path) else []
-    outputs_ready({"-o": output, "--json": json_path, "--jsonl": jsonl_path}, keep=jsonl_path)
     done = {(c.backend, c.op, c.type, c.lo, c.hi): c for c in known if c.status == "ok"}
     tasks = [(b, op, t, a, z) for b, op, t, lo, hi in cells for a, z in E.chunks(lo, hi, chunk_bits)
              if (b, op, t, a, z) not in done]
@@ -80,7 +81,7 @@ def run_exhaustive(backends, ops, types, range_, cluster, chunk_bits, jobs, json
                 c = E.Chunk.from_json(rec)
                 fresh.append(c)
                 if sink is not None:
-                    sink.write(json.dumps(c.to_json()) + "\n")
+                    sink.write(jsonout.dumps(c.to_json()) + "\n")
                     sink.flush()
                 if progress is not None:
                     progress.update(c.hi - c.lo)
@@ -118,7 +119,7 @@ def run_exhaustive(backends, ops, types, range_, cluster, chunk_bits, jobs, json
     if output:
         write_atomic(output, text + "\n")
     if json_path:
-        write_atomic(json_path, json.dumps({"complete": complete_all, "cells": docs, "wall_seconds": round(wall, 2),
+        write_atomic(json_path, jsonout.dumps({"complete": complete_all, "cells": docs, "wall_seconds": round(wall, 2),
                                             "cluster": cluster, "chunk_bits": chunk_bits}, indent=1))
     if interrupted is not None:
         return interrupted.exit_code

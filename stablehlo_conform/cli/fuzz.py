@@ -8,22 +8,22 @@ of the programs that ran are written, marked incomplete).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
 from ..harness.cluster import ClusterError, executor
+from ..harness import jsonout
 from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
-from .common import SECONDS, outputs_ready
+from .common import SECONDS, SEED, outputs_ready
 from ..harness.backends import BackendUnavailable, check_name, display_name
 from ..harness.shard import ShardError, parse_shard
 from ..harness.reports import incomplete_note
 
 
 @click.command()
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Campaign seed (program i of a seed never changes).")
 @click.option("--count", type=click.IntRange(1), default=100, show_default=True,
               help="Programs in the campaign (all shards).")
@@ -95,7 +95,7 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
         click.echo(incomplete_note(doc))
     if json_path:
         try:
-            write_atomic(json_path, json.dumps(doc, indent=1, default=str))
+            write_atomic(json_path, jsonout.dumps(doc, indent=1, default=str))
             click.echo(f"results: {json_path}")
         except OSError as e:
             click.echo(f"LOST OUTPUT --json {json_path}: not written ({e.strerror or e})", err=True)

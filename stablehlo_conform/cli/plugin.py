@@ -2,8 +2,8 @@
 
 Exit codes: 0 the report was written and nothing is wrong (no wrong value,
 crash, timeout or error that the --baseline does not list; unsupported
-programs are coverage, not failures), 1 the plugin does not load, something
-is wrong or a report was lost, 2 usage error, 130 / 143 interrupted by
+programs are coverage, not failures), 1 something is wrong or a report was
+lost, 2 usage error (the plugin does not load), 130 / 143 interrupted by
 SIGINT / SIGTERM (the reports of what ran are written, marked incomplete).
 """
 
@@ -53,8 +53,9 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
     rates per op family and element type, every non-pass with its reason.
 
     Exit code 1 when something is wrong: a wrong value, crash, timeout or
-    error not listed in --baseline (or the client does not load)."""
-    backend = backend_name(backend, pjrt_options, pjrt_device)
+    error not listed in --baseline; 2 when the client does not load (a
+    usage error, as in every command)."""
+    backend = backend_name(backend, pjrt_options, pjrt_device, timeout or None)  # the load deadline: --timeout
     baseline = None
     if baseline_path:
         try:
@@ -70,8 +71,12 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
         html_path = html_path or str(Path(out_dir) / "report.html")
         json_path = json_path or str(Path(out_dir) / "report.json")
         junit_path = junit_path or str(Path(out_dir) / "junit.xml")
-    outputs_ready({"--html": html_path, "--json": json_path, "--junit-xml": junit_path}, folders={"-o": out_dir})
     sample_paths = [Path(s) for s in sample] or P.default_sample()
+    from ..harness.cases import discover  # loads mpmath: kept here for start-up time
+
+    programs = discover([str(p) for p in [*paths, *sample_paths]])  # no report is written over one
+    outputs_ready({"--html": html_path, "--json": json_path, "--junit-xml": junit_path}, folders={"-o": out_dir},
+                  inputs=[*programs, baseline_path])
     try:
         with interruptible():
             doc = P.build(backend, paths, sample_paths, versions, jobs, timeout or None,
@@ -79,7 +84,8 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
     except Interrupted as e:  # before the first test: nothing to report
         sys.exit(e.exit_code)
     ignore_interrupts()  # from here on the reports are written whatever arrives
-    for line in P.text_lines(doc, details=not quiet, baseline=baseline):
+    outputs = {"HTML": html_path, "JSON": json_path, "JUnit XML": junit_path}
+    for line in P.text_lines(doc, details=not quiet, baseline=baseline, outputs=outputs):
         click.echo(line)
     note = incomplete_note(doc)
     if note:

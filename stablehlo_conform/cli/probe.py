@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 import click
 from ..harness.backends import get_backend
-from .common import usable_backend
+from ..harness import jsonout
+from ..harness.guard import write_atomic
+from .common import SECONDS, InputFile, outputs_ready, usable_backend
 
 
 @click.command("probe-precision")
 @click.argument("backend")
-@click.option("--accuracy-profile", "accuracy_profile", type=click.Path(exists=True, dir_okay=False),
+@click.option("--accuracy-profile", "accuracy_profile", type=InputFile(),
               help="Profile whose [precision] table declares the algorithm of each level "
                    "(default: DEFAULT=bf16, HIGH=bf16_3x, HIGHEST=f32).")
 @click.option("--algorithms/--no-algorithms", default=True, show_default=True,
               help="Also probe dot_general with algorithm attributes (f32, tf32, bf16, bf16_3x, bf16_6x).")
-@click.option("--timeout", default=120.0, show_default=True, type=float, help="Seconds per backend call.")
+@click.option("--timeout", default=120.0, show_default=True, type=SECONDS,
+              help="Seconds per backend call (0: none).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the table as JSON.")
 def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
     """Run crafted f32 dot products on BACKEND and print, per precision_config level
@@ -35,6 +36,7 @@ def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
     from ..oracle import classes as C  # loads mpmath: kept here for start-up time
     from ..oracle.precision import DEFAULT_LEVELS  # loads mpmath: kept here for start-up time
 
+    outputs_ready({"--json": json_path}, inputs=[accuracy_profile])
     b = get_backend(usable_backend(backend, "BACKEND"))
     levels: dict[str, str] = {}
     source = "default (" + ", ".join(f"{k}={v}" for k, v in DEFAULT_LEVELS.items()) + ")"
@@ -49,7 +51,7 @@ def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
     for line in format_rows(backend, rows, source):
         click.echo(line)
     if json_path:
-        Path(json_path).write_text(json.dumps(to_json(backend, rows, dict(DEFAULT_LEVELS, **levels)), indent=1))
+        write_atomic(json_path, jsonout.dumps(to_json(backend, rows, dict(DEFAULT_LEVELS, **levels)), indent=1))
     sys.exit(1 if failed(rows) else 0)
 
 

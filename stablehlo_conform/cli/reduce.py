@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from ..harness.guard import Interrupted, atomic_folder, ignore_interrupts, interruptible
-from .common import SECONDS, InputFile, outputs_ready, regex_option
+from .common import SECONDS, SEED, InputFile, outputs_ready, regex_option
 from ..errors import ConformError, InputError
 from ..harness import inputs as I
 from ..harness.backends import BackendUnavailable, check_name, display_name, shorten_names
@@ -42,7 +42,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
               help="Folder for the repro bundle of the reduced program.")
 @click.option("--inputs", "inputs_path", type=InputFile(bounded=False),
               help=".npz with one array per argument (default: seeded random inputs).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the random inputs.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the random inputs.")
 @click.option("--entry", default=None,
               help="Function to reduce (default: main, or the only public one); NAME#N: the N-th function NAME "
                    "of a file of several modules, as test ids name it.")
@@ -63,7 +63,8 @@ def reduce_cmd(program, backends, prop, match, script, output, inputs_path, seed
     if prop == "compile-error" and not match:
         _fail("--property compile-error needs --match REGEX")
     regex_option(match, "--match")
-    outputs_ready({}, folders={"-o": output})
+    # the bundle's files replace those of the same name in OUTPUT: it holds no input
+    outputs_ready({}, folders={"-o": output}, inputs=[program, inputs_path], fills=("-o",))
     if prop == "disagree" and not script and len(names) < 2:
         _fail("--backends needs at least two backends to disagree")
     module, entry = _module_of(program, entry)

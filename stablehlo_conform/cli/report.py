@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from ..harness.guard import atomic_path, write_atomic
+from ..harness import jsonout
 from .common import InputFile, outputs_ready
 from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates, update_baseline
 from ..harness.reports import ReportError, incomplete_note, load_results
@@ -62,14 +63,13 @@ def report(results, html_path, junit_path, baseline_path, title, quiet, json_pat
     backend, and optionally an HTML page and JUnit XML. Shards of one run
     ('--shard K/N') are merged into one run; a missing shard makes the merged
     run incomplete and every report says so."""
-    outputs_ready({"--html": html_path, "--junit-xml": junit_path, "--json": json_path})
+    outputs_ready({"--html": html_path, "--junit-xml": junit_path, "--json": json_path},
+                  inputs=[*results, baseline_path])
     runs = _load_runs(results)
     baseline = _load_baseline(baseline_path)
     if json_path:
-        import json
-
         doc = runs[0] if len(runs) == 1 else {"runs": runs}
-        write_atomic(json_path, json.dumps(doc, indent=1, default=str))
+        write_atomic(json_path, jsonout.dumps(doc, indent=1, default=str))
         click.echo(f"JSON: {json_path}")
     if not quiet:
         for line in family_table(runs):
@@ -105,12 +105,12 @@ def baseline_update(results, output, previous, prune, accept_golden_wrong):
     Entries already in the baseline keep their reason; new entries get the
     failure message as reason; entries of tests that pass now are removed.
     """
+    outputs_ready({"-o": output}, inputs=results)  # the baseline it updates (OUTPUT, --from) aside
     runs = _load_runs(results)
     if prune and _say_incomplete(runs):
         raise click.UsageError("--prune would drop the entries of every test the unfinished run did not reach")
     src = previous or (output if Path(output).exists() else None)
     existing = _load_baseline(src)
-    outputs_ready({"-o": output})
     recs = [r for run in runs for r in run["results"]]
     backends = sorted({run["backend"] for run in runs})
     new, stats = update_baseline(recs, existing, backend=",".join(backends) if backends else None, prune=prune,

@@ -7,7 +7,6 @@ SIGTERM.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -19,16 +18,17 @@ import click
 
 from ..harness.guard import (GuardError, Interrupted, atomic_path, check_input, ignore_interrupts, interruptible,
                              write_atomic)
+from ..harness import jsonout
 from ..harness.reports.text import gate_lines, printable
 from ..harness.result import describe_failure
 from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
-from ..harness.backends import BackendUnavailable, check_name, shorten_names
+from ..harness.backends import LOAD_SECONDS, BackendUnavailable, check_name, shorten_names
 from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates
 from ..harness.reports import incomplete_note
 from ..harness.shard import ShardError, in_shard, parse_shard, shard_info, universe_hash
 from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
 from ..harness.triage import triage, triage_json, triage_lines
-from ..harness.bundle import write_run_bundles
+from ..harness.bundle import REPRO_STATUSES, write_run_bundles
 from ..harness.reports.html import write_html
 from ..harness.reports.junit import write_junit
 from ..harness.support import unsupported_lines
@@ -95,7 +95,9 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
               help="Worker processes.")
 @click.option("--timeout", default=60.0, show_default=True, type=SECONDS, help="Seconds per test (0: none).")
 @click.option("--load-timeout", "load_timeout", type=SECONDS, default=None,
-              help="Seconds to read, parse and lower one file (default: --timeout; 0: none).")
+              help="Seconds to load the backend's plugin (its client: checked before the run, then started by "
+                   "each worker, never within a test's --timeout) and to read, parse and lower each file "
+                   "(default: --timeout; 0: none).")
 @click.option("--backend", default="numpy", show_default=True,
               help="Backend that runs the tests: numpy, reference, xla, iree, pjrt:PATH.so, pjrt:NAME, a plugin.")
 @click.option("--pjrt-option", "pjrt_options", multiple=True, metavar="KEY=VALUE",
@@ -104,7 +106,8 @@ def by_op_table(results: list[dict]) -> list[tuple[str, dict]]:
 @click.option("--pjrt-device", type=click.IntRange(0), default=None, help="Device index of a pjrt: backend.")
 @click.option("--by-op", is_flag=True, help="Print a pass table per op family.")
 @click.option("--max-memory", type=MIB, default=None,
-              help="Memory budget per op result, in MiB (default: a quarter of RAM).")
+              help="Memory budget in MiB: per constant and op result, and of what a test allocates beyond what "
+                   "its worker held (kernel temporaries included; plus 64 MiB) (default: a quarter of RAM).")
 @click.option("--compare", "compare", default="",
               help="Comma-separated backends to run each test on and compare, e.g. numpy,reference,xla.")
 @click.option("--resume", is_flag=True,
@@ -152,14 +155,14 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     files = discover(list(paths))
     if not files:
         raise click.UsageError("no .mlir / bytecode files found")
-    backend = backend_name(backend, pjrt_options, pjrt_device)
     timeout = timeout or None
     load_timeout = timeout if load_timeout is None else (load_timeout or None)
+    backend = backend_name(backend, pjrt_options, pjrt_device, load_timeout)
     compared = tuple(b.strip() for b in compare.split(",") if b.strip())
     if compare.strip() and not compared:
         raise click.UsageError(f"--compare {compare!r}: names no backend")
     # a backend that cannot run would leave every comparison undone
-    compared = tuple(usable_backend(b, "--compare") for b in compared)
+    compared = tuple(usable_backend(b, "--compare", load_timeout) for b in compared)
     opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout,
                    max_bytes=memory_budget_bytes(max_memory), pattern=pattern, compare=compared, shard=shard)
     if accuracy_profile:
@@ -173,8 +176,11 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             check_input(jsonl_path, "--resume")
         except GuardError as e:
             raise click.UsageError(str(e)) from None
+    # the stream is locked for the run; an output never names a program, the baseline or the profile
+    repro_dir = click.get_current_context().meta.get("repro_dir")
     outputs_ready({"--json": json_path, "--jsonl": jsonl_path, "--junit-xml": junit_path, "--html": html_path},
-                  keep=jsonl_path if resume else None)
+                  keep=jsonl_path if resume else None, folders={"--repro-dir": repro_dir},
+                  inputs=[*files, baseline_path, accuracy_profile], streams=("--jsonl",))
     settings = {"backend": backend, "compare": list(opts.compare), "timeout": timeout, "load_timeout": load_timeout,
                 "max_bytes": opts.max_bytes, "pattern": pattern,
                 "paths": sorted(str(Path(p).resolve()) for p in paths),
@@ -228,21 +234,28 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             click.echo(line)
     t0 = time.monotonic()
     runner = Runner(opts, jobs=jobs, on_result=on_result)
-    interrupted = None
+    interrupted, wall = None, None
+    bundles = _ReproBundles(click.get_current_context().meta.get("repro_dir"))
     try:
         with interruptible():
             runner.run(files, skip=done)
+            wall = time.monotonic() - t0
+            progress.close()
+            bundles.write(selected, opts)  # after the tests; an interrupt ends this phase too
     except Interrupted as e:
         interrupted = e.signum
     finally:
         progress.close()
     ignore_interrupts()  # from here on the reports are written whatever arrives
-    wall = time.monotonic() - t0
-    not_run = runner.not_run()
+    wall = time.monotonic() - t0 if wall is None else wall
+    not_run = {**runner.not_run(), **({"bundles": bundles.unwritten} if bundles.unwritten else {})}
     sig_name = signal.Signals(interrupted).name if interrupted else None
     if stream:
         stream.write(end_record(interrupted is None, sig_name, not_run))
         stream.close()
+    if pattern and not selected and interrupted is None and not shard:  # a -k that names nothing: a typo
+        raise click.UsageError(f"-k {pattern!r}: no test in {', '.join(paths)} has an id that contains it "
+                               "or matches it as a glob")
     summary = summarize(selected)
     if by_op:
         click.echo(f"\n{'op family':<40} {'pass':>6} {'fail':>6} {'other':>6}")
@@ -259,8 +272,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
            "triage": triage_json(groups), "shard": settings["shard"], "results": selected}
-    if not interrupted:
-        _write_repro_bundles(selected, opts)
+    bundles.report()
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
     sys.exit(128 + interrupted if interrupted else code)
 
@@ -282,7 +294,7 @@ class _Output:
             self.lost[self.path] = f"--jsonl {self.path}: {self.why}; {self.dropped} records not written"
             return
         try:
-            self.f.write(json.dumps(obj) + "\n")
+            self.f.write(jsonout.dumps(obj) + "\n")
             self.f.flush()
         except OSError as e:
             self.why = f"write failed ({e.strerror or e})"
@@ -303,9 +315,10 @@ class _Output:
                 self.lost[self.path] = f"--jsonl {self.path}: closing failed ({e.strerror or e})"
 
 
-def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
+def backend_name(backend: str, pjrt_options=(), pjrt_device=None, load_timeout: float | None = LOAD_SECONDS) -> str:
     """The backend's full name (``--pjrt-option``/``--pjrt-device`` folded
-    into a ``pjrt:`` name); a usage error when it names no backend."""
+    into a ``pjrt:`` name); a usage error when it names no backend or its
+    plugin does not load within ``load_timeout`` seconds."""
     try:
         if pjrt_options or pjrt_device is not None:
             if not backend.startswith("pjrt:"):
@@ -314,7 +327,7 @@ def backend_name(backend: str, pjrt_options=(), pjrt_device=None) -> str:
 
             backend = with_options(backend, tuple(pjrt_options), pjrt_device)
         if backend != "numpy":
-            check_name(backend)
+            check_name(backend, load_timeout)
     except BackendUnavailable as e:
         raise click.UsageError(str(e)) from None
     return backend
@@ -330,7 +343,7 @@ def _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, 
             lost[path] = f"{opt} {path}: not written ({e.strerror or e})"
 
     if json_path:
-        attempt("--json", json_path, lambda: write_atomic(json_path, json.dumps(doc, indent=1)))
+        attempt("--json", json_path, lambda: write_atomic(json_path, jsonout.dumps(doc, indent=1)))
     if junit_path:
         attempt("--junit-xml", junit_path, lambda: _written(junit_path, write_junit, [doc], baseline))
         if junit_path not in lost:
@@ -358,15 +371,41 @@ def _written(path: str, write, *args) -> None:
         write(tmp, *args)
 
 
-def _write_repro_bundles(results: list[dict], opts) -> None:
-    folder = click.get_current_context().meta.get("repro_dir")
-    if folder:
-        try:
-            made = write_run_bundles(folder, results, opts.backend, opts.compare, opts.timeout)
-        except Exception as e:  # the run's own reports are still written
-            click.echo(f"LOST OUTPUT --repro-dir {printable(folder)}: {type(e).__name__}: {e}", err=True)
+class _ReproBundles:
+    """The bundle phase of ``--repro-dir`` (after the tests): the bundles
+    written, those an interrupt left unwritten, or the error that lost the
+    folder."""
+
+    def __init__(self, folder: str | None):
+        self.folder = folder
+        self.made: list[Path] = []
+        self.wanted: int | None = None  # tests wanting a bundle, once the phase began
+        self.finished = False
+        self.error: str | None = None
+
+    def write(self, results: list[dict], opts) -> None:
+        """Write the bundles (each whole, see :func:`write_run_bundles`)."""
+        if not self.folder:
             return
-        click.echo(f"repro bundles: {len(made)} in {printable(folder)}")
+        self.wanted = sum(1 for r in results if r.get("status") in REPRO_STATUSES)
+        try:
+            write_run_bundles(self.folder, results, opts.backend, opts.compare, opts.timeout, made=self.made)
+        except Exception as e:  # the run's own reports are still written
+            self.error = f"{type(e).__name__}: {e}"
+        self.finished = True
+
+    @property
+    def unwritten(self) -> int:
+        """Bundles left unwritten by an interrupt of the phase (0: it was not interrupted)."""
+        return 0 if self.wanted is None or self.finished else self.wanted - len(self.made)
+
+    def report(self) -> None:
+        """Say where the bundles are, or what was lost."""
+        if self.error is not None:
+            click.echo(f"LOST OUTPUT --repro-dir {printable(self.folder)}: {self.error}", err=True)
+        elif self.wanted is not None:
+            click.echo(f"repro bundles: {len(self.made)} in {printable(self.folder)}"
+                       + (f" ({self.unwritten} not written: interrupted)" if self.unwritten else ""))
 
 
 def _parse_shard(text):

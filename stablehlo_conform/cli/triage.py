@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from ..harness.guard import write_atomic
+from ..harness import jsonout
 from .common import InputFile, outputs_ready
 from ..harness.reports import ReportError, load_results
 from ..harness.triage import triage_json, triage_lines, triage_runs
@@ -25,7 +25,7 @@ def triage(results, json_path, limit):
     Each group shows its count, the backends that share it and its smallest example.
     Exit code 0 (nothing failed) or 1 (some group), 2 on unreadable input.
     """
-    outputs_ready({"--json": json_path})
+    outputs_ready({"--json": json_path}, inputs=results)
     try:
         docs = [load_results(p) for p in results]
     except ReportError as e:
@@ -34,7 +34,7 @@ def triage(results, json_path, limit):
     for line in triage_lines(groups, limit):
         click.echo(line)
     if json_path:
-        write_atomic(json_path, json.dumps(triage_json(groups), indent=1))
+        write_atomic(json_path, jsonout.dumps(triage_json(groups), indent=1))
     sys.exit(1 if groups else 0)
 
 

@@ -48,7 +48,7 @@ from .lower import (
 )
 from .load import (
     known_dialect, load, load_bytes, load_file, load_text, needed_stablehlo_version, op_names, registered_ops,
-    serialize_portable_artifact, stablehlo_version, to_bytecode, version_tuple,
+    serialize_portable_artifact, stablehlo_minimum_version, stablehlo_version, to_bytecode, version_tuple,
 )
 from .rewrite import (
     ENTRY_ALIAS, _is_check_op, eval_reference, op_texts, prepare_entry, refine_shapes,
@@ -71,7 +71,8 @@ __all__ = [
     '_parse_binary', '_parse_chunk', '_parse_iree', '_verified', 'check_nesting', 'chunk_source', 'memory_budget',
     'parse_chunk', '_Lowerer', 'lower_module', 'parse_attribute', 'known_dialect', 'load', 'load_bytes',
     'load_file', 'load_text', 'needed_stablehlo_version', 'op_names', 'registered_ops',
-    'serialize_portable_artifact', 'stablehlo_version', 'to_bytecode', 'version_tuple', 'ENTRY_ALIAS',
+    'serialize_portable_artifact', 'stablehlo_minimum_version', 'stablehlo_version', 'to_bytecode',
+    'version_tuple', 'ENTRY_ALIAS',
     '_is_check_op', 'eval_reference', 'op_texts', 'prepare_entry', 'refine_shapes', '_EFFECTFUL',
     '_TERMINATOR_SUFFIXES', '_apply_edit', '_clone_region_body', '_dce', '_drop_carried', '_entry_ops',
     '_inline_calls', '_is_terminator_name', '_module_funcs', '_parse_for_edit', '_prune_functions',

@@ -42,6 +42,11 @@ def stablehlo_version() -> tuple[int, int, int]:
     return version_tuple(_bindings()["sh"].get_current_version())
 
 
+def stablehlo_minimum_version() -> tuple[int, int, int]:
+    """The oldest StableHLO version the bindings serialize to (VHLO's first)."""
+    return version_tuple(_bindings()["sh"].get_minimum_version())
+
+
 def version_tuple(text: str) -> tuple[int, int, int]:
     return tuple(int(x) for x in str(text).split(".")[:3])  # type: ignore[return-value]
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -56,10 +57,12 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import frontend
+from . import jsonout
 from .. import types as T
 from ..compare import ulp_distance
 from .backends import get_backend
 from .backends.names import display_name, shorten_names
+from .cluster import init_worker, kill_workers
 from ..numeric import float_from_bits, kind_of, significand_and_emin, wide
 from ..oracle import exact as X
 from ..oracle.classes import EXACT_OPS, measured_bound
@@ -387,12 +390,15 @@ def measure(backends: Sequence, ops: Iterable[str] | None = None, types: Iterabl
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         # cells are started in the order above and streamed as each one ends
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as ex:
-            futures = {ex.submit(_task, job): job for job in todo}
+        # the workers die with this process (also when it is killed) and are killed when it is interrupted
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=init_worker,
+                                 initargs=(os.getpid(),)) as ex:
             try:
+                futures = {ex.submit(_task, job): job for job in todo}
                 for fut in as_completed(futures):
                     done(futures[fut], fut.result())
-            except BaseException:  # interrupted: the cells not started are dropped, not measured
+            except BaseException:  # interrupted (also while starting): the cells not finished are dropped
+                kill_workers(ex)
                 ex.shutdown(wait=False, cancel_futures=True)
                 raise
     return sorted(results, key=lambda c: (names.index(c.backend), ALL_TYPES.index(c.type), c.op))
@@ -762,8 +768,8 @@ def _compact(by_type: dict[str, int]) -> dict[str, int]:
 def defaults_text(doc: dict) -> str:
     """``doc`` as JSON with one op per line (readable diffs)."""
     head = {k: v for k, v in doc.items() if k != "ops"}
-    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()] + ['  "ops": {']
+    lines = ["{"] + [f"  {jsonout.dumps(k)}: {jsonout.dumps(v)}," for k, v in head.items()] + ['  "ops": {']
     ops = list(doc["ops"].items())
-    lines += [f"    {json.dumps(op)}: {json.dumps(row)}" + ("," if i < len(ops) - 1 else "")
+    lines += [f"    {jsonout.dumps(op)}: {jsonout.dumps(row)}" + ("," if i < len(ops) - 1 else "")
               for i, (op, row) in enumerate(ops)]
     return "\n".join(lines + ["  }", "}"]) + "\n"

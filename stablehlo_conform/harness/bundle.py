@@ -12,8 +12,6 @@ stderr tail of a crash.
 
 from __future__ import annotations
 
-import json
-import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +19,9 @@ from typing import Any
 
 import numpy as np
 from ..program import walk_ops
+from . import jsonout
 from .backends.base import check_ops
+from .guard import FolderNames, atomic_folder, safe_name
 from .inputs import save_npz
 from .programs import generated_inputs
 from .recipe import build_inputs
@@ -49,11 +49,6 @@ def compare_outcomes(outcomes: dict[str, dict], backends: Sequence[str]) -> list
             c.update(index=i, backend=b, against=base)
             out.append(c)
     return out
-
-
-def safe_name(text: str) -> str:
-    """A folder name from a test id or a program path."""
-    return re.sub(r"[^\w.-]+", "_", text).strip("_")[:120] or "bundle"
 
 
 def _cmd(*parts: str) -> str:
@@ -104,7 +99,7 @@ def write_bundle(folder: str | Path, text: str, inputs: Sequence[np.ndarray], ba
            "outcomes": {b: {"status": o["status"], "message": o.get("message", "")} for b, o in outcomes.items()},
            "comparisons": [{k: c[k] for k in ("index", "backend", "against", "status", "max_ulp", "max_abs",
                                               "message")} for c in comps]}
-    (folder / "bundle.json").write_text(json.dumps(doc, indent=1, default=str))
+    (folder / "bundle.json").write_text(jsonout.dumps(doc, indent=1, default=str))
     (folder / "README.md").write_text(_readme(doc, comps, outcomes, has_inputs, expected is not None))
     return folder
 
@@ -166,10 +161,13 @@ def bundle_program(folder: str | Path, text: str, entry: str, args: Sequence[np.
     """Run ``entry`` of ``text`` on every backend (isolated, see
     :func:`.reduce.run_outcomes`) and write the bundle: the program with
     ``entry`` as ``main`` (a self-checking test returns what its checks
-    look at), its inputs and each backend's outcome."""
+    look at), its inputs and each backend's outcome. The folder is written
+    whole (see :func:`.guard.atomic_folder`): an interrupt leaves no half bundle."""
     main, _ = entry_program(text, entry)
     outcomes = run_outcomes(main, args, backends, timeout, ENTRY)
-    return write_bundle(folder, main, args, backends, outcomes, title=title, notes=notes, expected=expected)
+    with atomic_folder(folder) as tmp:
+        write_bundle(tmp, main, args, backends, outcomes, title=title, notes=notes, expected=expected)
+    return Path(folder)
 
 
 def _case_of(record: dict) -> tuple[str, list[np.ndarray], str] | None:
@@ -196,14 +194,18 @@ def _case_of(record: dict) -> tuple[str, list[np.ndarray], str] | None:
 
 
 def write_run_bundles(folder: str | Path, results: Sequence[dict], backend: str, compare: Sequence[str] = (),
-                      timeout: float | None = 60.0) -> list[Path]:
+                      timeout: float | None = 60.0, made: list[Path] | None = None) -> list[Path]:
     """One bundle per test of a ``conform run`` that failed, crashed, timed
-    out or on which the compared backends disagree, in ``folder/<test id>``:
-    the test as a program returning the values its checks look at, run on
-    the NumPy oracle and the backends of the run, with the values the checks
-    expect."""
+    out or on which the compared backends disagree, in ``folder/<test id>``
+    (named by :class:`.guard.FolderNames`: one folder per test, never one
+    holding a program of the run): the test as a program returning the
+    values its checks look at, run on the NumPy oracle and the backends of
+    the run, with the values the checks expect. Each bundle is written
+    whole and appended to ``made`` (returned) as soon as it is: what an
+    interrupt leaves."""
     backends = list(dict.fromkeys(["numpy", *(compare or [backend])]))
-    out: list[Path] = []
+    names = FolderNames(folder, inputs=sorted({r["file"] for r in results if r.get("file")}))
+    out: list[Path] = [] if made is None else made
     for rec in results:
         if rec.get("status") not in REPRO_STATUSES:
             continue
@@ -221,13 +223,13 @@ def write_run_bundles(folder: str | Path, results: Sequence[dict], backend: str,
                      "--backend", backend)
         notes = [f"Test `{rec['id']}` ({rec['status']} on {backend}): `{first}`",
                  f"Re-run the test itself: `{rerun}`"]
+        where = names.path(rec["id"])
         try:
-            out.append(bundle_program(Path(folder) / safe_name(rec["id"]), text, entry, args, backends,
+            out.append(bundle_program(where, text, entry, args, backends,
                                       title=rec["id"], timeout=timeout, notes=notes, expected=expected))
         except Exception as e:  # the run's result stands; the bundle is a courtesy
-            (Path(folder) / safe_name(rec["id"])).mkdir(parents=True, exist_ok=True)
-            (Path(folder) / safe_name(rec["id"]) / "README.md").write_text(
-                f"# {rec['id']}\n\nNo bundle: {type(e).__name__}: {e}\n")
+            with atomic_folder(where) as tmp:
+                (tmp / "README.md").write_text(f"# {rec['id']}\n\nNo bundle: {type(e).__name__}: {e}\n")
     return out
 
 
@@ -236,9 +238,10 @@ def diff_bundle(folder: str | Path, program: str, module, entry: str, args: Sequ
     """The bundle of a ``conform diff`` that found a disagreement or a
     backend that did not run: the whole program in ``folder/<program>``
     and, when an op was found diverging, that op alone on its recorded
-    inputs in ``folder/<program>.op``."""
-    folder = Path(folder)
-    name = safe_name(Path(program).stem)
+    inputs in ``folder/<program>.op`` (named by :class:`.guard.FolderNames`:
+    inside ``folder`` whatever the program is called)."""
+    names = FolderNames(folder, inputs=[program])
+    stem = Path(program).stem
     notes = [f"From `conform diff {program}`: backends {report['status']}."]
     first = report.get("first_divergence")
     if first:
@@ -246,13 +249,13 @@ def diff_bundle(folder: str | Path, program: str, module, entry: str, args: Sequ
     shrink = _cmd("conform", "reduce", "program.mlir", *(["--inputs", "inputs.npz"] if args else []),
                   "--backends", ",".join(backends), "-o", "reduced")
     notes.append(f"To shrink it: `{shrink}`")
-    out = bundle_program(folder / name, module.text, entry, args, backends, title=f"{Path(program).name}",
+    out = bundle_program(names.path(stem), module.text, entry, args, backends, title=f"{Path(program).name}",
                          timeout=timeout, notes=notes)
     if first:
         op_case = first_divergence_case(module, entry, args, first)
         if op_case is not None:
             text, op_args = op_case
-            bundle_program(folder / f"{name}.op", text, "main", op_args, backends, timeout=timeout,
+            bundle_program(names.path(f"{stem}.op"), text, "main", op_args, backends, timeout=timeout,
                            title=f"{first['op']} alone (from {Path(program).name}, {first['loc']})",
                            notes=[f"The first op of `{program}` whose results differ, alone, on the inputs "
                                   f"it had in the program (run {first['run']} of it)."])

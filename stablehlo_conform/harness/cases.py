@@ -7,6 +7,7 @@ import the bindings.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import itertools
 import os
 import stat
@@ -99,15 +100,17 @@ def discover(paths: list[str]) -> list[str]:
 
 
 _NOT_RUN_ORDER = ("crash", "timeout", "error", "unsupported")
+JUDGED_WRONG = "fail"  # a compared backend that ran, outside the accuracy class of the exact values
 
 
 def compare_failures(statuses: dict[str, str]) -> list[tuple[str, str, str]]:
     """``(backend, status, why)`` of every backend of ``--compare`` that did
-    not run the test (its entry ``<status>: <message>`` instead of ``ok``),
-    the worst status first (crash, timeout, error, unsupported)."""
+    not run the test (its entry ``<status>: <message>`` instead of ``ok``, or
+    ``fail: ...`` for one that ran and was judged wrong), the worst status
+    first (crash, timeout, error, unsupported)."""
     out = []
     for name, text in statuses.items():
-        if text == "ok":
+        if text == "ok" or str(text).startswith(f"{JUDGED_WRONG}: "):
             continue
         status, _, why = str(text).partition(": ")
         if status not in _NOT_RUN_ORDER:
@@ -273,11 +276,46 @@ def model_case(path: str, recipe: Path, loaded: list[Module], out: FileCases) ->
     return out
 
 
-def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset()) -> Iterator[tuple]:
-    """Yields ("loaded", ids) once the file is loaded (the ids of the records
-    to come), then ("start", id) and ("result", record) events."""
-    with frontend.memory_budget(opts.max_bytes):  # constants are checked against it while loading
+_LAST_LOADED: list[tuple[tuple, FileCases]] = []  # this process's last file: see load_cases
+
+
+def _content_key(path: str, max_bytes: int | None) -> tuple | None:
+    """What a loaded regular file is kept under: its path, budget and a digest
+    of its bytes (read in chunks; a file rewritten within the resolution of
+    its time stamps is not mistaken for the old one). None: not kept."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        digest = hashlib.blake2b(digest_size=16)
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return (path, max_bytes, digest.digest())
+
+
+def load_cases(path: str, max_bytes: int | None, keep: bool = False) -> FileCases:
+    """:func:`enumerate_file` under the memory budget; with ``keep``, the
+    last regular file is kept while its bytes are the same (a worker of the
+    pytest plugin runs a file's tests one by one: the file is parsed once,
+    not once per test)."""
+    key = _content_key(path, max_bytes) if keep else None
+    if key is not None and _LAST_LOADED and _LAST_LOADED[0][0] == key:
+        return _LAST_LOADED[0][1]
+    _LAST_LOADED.clear()  # before loading: never two files held at once
+    with frontend.memory_budget(max_bytes):  # constants are checked against it while loading
         cases = enumerate_file(path)
+    if key is not None:
+        _LAST_LOADED.append((key, cases))
+    return cases
+
+
+def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset(), keep: bool = False) -> Iterator[tuple]:
+    """Yields ("loaded", ids) once the file is loaded (the ids of the records
+    to come), then ("start", id) and ("result", record) events. ``keep``: see
+    :func:`load_cases`."""
+    cases = load_cases(path, opts.max_bytes, keep)
     if opts.pattern:
         skip = skip | {tid for tid, _m, _f in cases.tests + cases.programs if not matches(tid, opts.pattern)}
     if opts.shard:
@@ -358,7 +396,14 @@ def judge(mod: Module, func: Func, opts: Options, r: Result, backend: Any = None
 
 def with_comparison(r: Result, cmp: dict[str, Any]) -> Result:
     """``r`` with what comparing backends found (:func:`.diff.compare_test`):
-    a pass the backends disagree on fails; one not compared is not a pass."""
+    a pass the backends disagree on fails; one not compared is not a pass.
+    A backend the verdict names wrong is ``fail`` in ``compare``, not ``ok``:
+    the record says one thing about each backend."""
+    statuses = dict(cmp.get("compare") or {})
+    for b in (cmp.get("compare_verdict") or {}).get("wrong") or ():
+        if statuses.get(b) == "ok":
+            statuses[b] = f"{JUDGED_WRONG}: outside the accuracy class of the exact values"
+    cmp = {**cmp, "compare": statuses}
     r = replace(r, compare=cmp["compare"], disagreements=cmp["disagreements"],
                 compare_accuracy=cmp.get("compare_accuracy"), compare_verdict=cmp.get("compare_verdict"))
     if cmp["disagreements"] and r.status == Status.PASS:

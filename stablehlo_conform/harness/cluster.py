@@ -37,8 +37,11 @@ class ClusterError(Exception):
     """The cluster cannot be reached, or a task failed on every try."""
 
 
-def _init_worker(parent: int) -> None:
-    """A local worker dies with its parent (Linux) and leaves interrupts to it."""
+def init_worker(parent: int) -> None:
+    """The initializer of a pool's forked worker: it dies with its parent
+    ``parent`` (Linux: also a parent killed by SIGKILL) and leaves
+    interrupts to it (SIGINT ignored; SIGTERM ends it, not the handler the
+    parent had when it forked)."""
     try:
         import ctypes
 
@@ -48,6 +51,18 @@ def _init_worker(parent: int) -> None:
     if os.getppid() != parent:
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def kill_workers(ex: ProcessPoolExecutor) -> None:
+    """Kill the worker processes of ``ex`` now (their tasks are dropped), so
+    an interrupted command does not wait for the tasks they run."""
+    kill = getattr(ex, "kill_workers", None)  # Python 3.14
+    if kill is not None:
+        kill()
+        return
+    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+        proc.kill()
 
 
 class LocalExecutor:
@@ -67,7 +82,7 @@ class LocalExecutor:
         tries = {i: 0 for i in todo}
         while todo:
             ctx = multiprocessing.get_context("fork")
-            ex = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),))
+            ex = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=init_worker, initargs=(os.getpid(),))
             futures = {ex.submit(fn, *args): i for i, args in todo.items()}
             broken = False
             try:
@@ -85,6 +100,9 @@ class LocalExecutor:
                         yield i, result
                     if broken:
                         break
+            except BaseException:  # interrupted, or no more results wanted: the running tasks are dropped
+                kill_workers(ex)
+                raise
             finally:
                 ex.shutdown(wait=not broken, cancel_futures=True)
             if broken:

@@ -35,6 +35,7 @@ from .. import types as T
 from ..numeric import float_from_bits, significand_and_emin, wide
 from ..oracle import exact as X
 from .accuracy import _same_bits, backend_failure, dtype_of, op_arity, result_type, run_on_backend
+from .jsonout import number
 
 CHUNK_BITS = 24
 WORST = 8  # worst inputs kept per chunk and per cell
@@ -129,7 +130,13 @@ class Chunk:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Chunk:
-        return cls(**{k: v for k, v in d.items() if k != "kind"})
+        """The chunk of a line :meth:`to_json` wrote (an infinite ULP error
+        is written ``"inf"``, see :mod:`.jsonout`)."""
+        c = cls(**{k: v for k, v in d.items() if k != "kind"})
+        c.max_ulp = float(number(c.max_ulp))
+        c.worst = [{**w, "ulp": float(number(w["ulp"]))} if isinstance(w, dict) and "ulp" in w else w
+                   for w in c.worst]
+        return c
 
 
 def _ulps(actual: np.ndarray, exact: np.ndarray, dt: np.dtype) -> np.ndarray:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .guard import GuardError, read_input_text, write_atomic
+from . import jsonout
 from .triage import Signature, signature
 
 BASELINE_FORMAT = "stablehlo-conform-baseline"
@@ -248,7 +249,7 @@ class Baseline:
         }
 
     def save(self, path: str | Path) -> None:
-        write_atomic(path, json.dumps(self.to_json(), indent=2) + "\n")
+        write_atomic(path, jsonout.dumps(self.to_json(), indent=2) + "\n")
 
 
 def first_line(message: str | None, limit: int = 300) -> str:

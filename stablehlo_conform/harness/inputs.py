@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import types as T
+from . import jsonout
 from ..errors import InputError
 from ..numeric import make_complex
 from ..program import Func, walk_ops
@@ -149,7 +150,7 @@ def save_npz(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
         else:
             out[name] = a
     if notes:
-        out[DTYPES_KEY] = np.array(json.dumps(notes))
+        out[DTYPES_KEY] = np.array(jsonout.dumps(notes))
     with open(path, "wb") as f:
         np.savez(f, **out)
 

@@ -52,6 +52,7 @@ from ..program import walk_ops
 from .backends import get_backend
 from .backends.isolated import Isolated
 from .backends.base import check_ops
+from .guard import run_in_group
 from .inputs import random_inputs, save_npz
 from .. import frontend
 
@@ -187,17 +188,17 @@ class Property:
 
 
 def run_script(cmd: str, text: str, args: Sequence[np.ndarray], timeout: float | None) -> bool:
-    """Run a user script on a candidate written to a temporary folder."""
+    """Run a user script on a candidate written to a temporary folder: True
+    when it exits 0 within ``timeout``. The script runs in a process group of
+    its own, killed whole when it ends, times out or is interrupted (see
+    :func:`.guard.run_in_group`): nothing it started outlives its check."""
     with tempfile.TemporaryDirectory(prefix="conform-reduce-") as d:
         path = Path(d) / "candidate.mlir"
         path.write_text(text)
         save_npz(Path(d) / "candidate.npz", {f"arg{i}": a for i, a in enumerate(args)})
-        try:
-            p = subprocess.run(f"{cmd} {shlex.quote(str(path))}", shell=True, cwd=d, timeout=timeout,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return False
-        return p.returncode == 0
+        code = run_in_group(f"{cmd} {shlex.quote(str(path))}", timeout, shell=True, cwd=d,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return code == 0
 
 
 # --------------------------------------------------------------------------- #

@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
+from .backends.native import on_client_start
 from .cases import Options, base_record, run_file
+from .guard import interrupts_held
+from .memory import bounded_events
 from .recipe import recipe_path
 
 GRACE = 5.0  # seconds past the cooperative deadline before a worker is killed
@@ -59,6 +62,8 @@ def _worker_main(conn, opts: Options, parent_pid: int | None = None) -> None:  #
     except OSError:
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a backend's client starting (before its first test, after a crash) runs on the load deadline, not a test's
+    on_client_start(lambda label, done: conn.send(("client", label, done)))
     try:  # import the bindings now, so a file's load budget is spent on the file
         from .. import frontend  # the bindings, in the worker before its first file
 
@@ -75,7 +80,8 @@ def _worker_main(conn, opts: Options, parent_pid: int | None = None) -> None:  #
         path, skip = msg
         conn.send(("loading", path))
         try:
-            for ev in run_file(path, opts, frozenset(skip)):
+            # a file kept while unchanged (the pytest plugin sends its tests one by one); each test under --max-memory
+            for ev in bounded_events(run_file(path, opts, frozenset(skip), keep=True), opts.max_bytes):
                 conn.send(ev)
         except Exception as e:  # never leave the parent waiting
             rec = base_record(path, f"{path}::<file>", "", 0)
@@ -96,6 +102,7 @@ class _Worker:
     started: float = 0.0
     done_ids: set[str] = field(default_factory=set)
     model: bool = False  # its file is a model (a program with a recipe): MODEL_BUDGET timeouts a test
+    starting: bool = False  # a backend's client is starting: the load deadline, not the test's timeout
 
 
 class Runner:
@@ -104,8 +111,12 @@ class Runner:
     After :meth:`run` returns or is interrupted, :meth:`not_run` tells what
     was selected but has no record."""
 
-    def __init__(self, opts: Options, jobs: int = 1, on_result: Callable[[dict], None] | None = None):
+    def __init__(self, opts: Options, jobs: int = 1, on_result: Callable[[dict], None] | None = None,
+                 pool: list | None = None):
         self.opts = opts
+        # idle workers kept from run to run, for runners of the same opts (the pytest plugin's: one item a run;
+        # see close_pool); None: each run ends its workers
+        self.pool = pool
         self.jobs = max(1, jobs)
         self.on_result = on_result or (lambda r: None)
         self.ctx = mp.get_context("spawn")
@@ -122,7 +133,8 @@ class Runner:
         old = os.environ.get("PYTHONSAFEPATH")
         os.environ["PYTHONSAFEPATH"] = "1"
         try:
-            p.start()
+            with interrupts_held():  # a start cut short leaves the worker without its data: a traceback
+                p.start()
         finally:
             if old is None:
                 del os.environ["PYTHONSAFEPATH"]
@@ -156,7 +168,7 @@ class Runner:
         todo = [f for f in files if f"{f}::<file>" not in skip]
         self.unfinished = set(todo)
         queue: deque[tuple[str, frozenset]] = deque((f, skip) for f in todo)
-        workers: list[_Worker] = [self._spawn() for _ in range(min(self.jobs, max(1, len(todo))))]
+        workers: list[_Worker] = [self._take() for _ in range(min(self.jobs, max(1, len(todo))))]
         idle = list(workers)
         busy: list[_Worker] = []
         try:
@@ -165,6 +177,7 @@ class Runner:
                     w = idle.pop()
                     path, sk = queue.popleft()
                     w.path, w.current, w.loading, w.loaded, w.done_ids = path, None, False, False, set(sk)
+                    w.starting = False
                     w.model = recipe_path(path) is not None
                     w.started = time.monotonic()
                     w.conn.send((path, tuple(sk)))
@@ -189,6 +202,9 @@ class Runner:
                         self._failed(w, queue, "timeout", None)
                         idle.append(self._spawn())
         finally:
+            if self.pool is not None:  # live idle workers wait in the pool for the next run
+                self.pool.extend(w for w in idle if w.proc.is_alive())
+                idle = [w for w in idle if w not in self.pool]
             for w in idle:
                 try:
                     w.conn.send(None)
@@ -203,9 +219,21 @@ class Runner:
                     self._stop(w)  # all its results are in; native teardown can be slow
         return self.results
 
+    def _take(self) -> _Worker:
+        """A live worker of the pool, else a fresh one."""
+        while self.pool:
+            w = self.pool.pop()
+            if w.proc.is_alive():
+                return w
+            self._stop(w)
+        return self._spawn()
+
     def _budget(self, w: _Worker) -> float | None:
         """Seconds ``w`` may go without an event: a test's timeout plus a
-        grace for its cooperative deadline; loading has its own budget."""
+        grace for its cooperative deadline; loading a file and starting a
+        backend's client have the load deadline."""
+        if w.starting:
+            return None if self.opts.load_timeout is None else self.opts.load_timeout + GRACE
         if not w.loaded:
             if self.opts.load_timeout is None:
                 return None
@@ -244,6 +272,8 @@ class Runner:
                 self.planned[w.path] = tuple(ev[1])
             elif kind == "start":
                 w.current = ev[1]
+            elif kind == "client":
+                w.starting = not ev[2]
             elif kind == "result":
                 rec = ev[1]
                 w.done_ids.add(rec["id"])
@@ -264,6 +294,9 @@ class Runner:
             tid = w.current
             msg = why if status == "crash" else (f"timed out after {self._test_timeout(w):g} s" + (
                 f" ({MODEL_BUDGET} x --timeout for a model)" if w.model else "") + " (worker stopped)")
+            if w.starting and status == "timeout":
+                msg = (f"the backend's client did not start within {self.opts.load_timeout:g} s "
+                       "(the load deadline, --load-timeout) (worker stopped)")
             self._record(path, tid, status, msg)
             w.done_ids.add(tid)
             queue.appendleft((path, frozenset(w.done_ids)))
@@ -288,6 +321,21 @@ class Runner:
         rec["message"] = message
         rec["backend"] = self.opts.backend
         self._emit(rec)
+
+
+def close_pool(pool: list) -> None:
+    """End the workers a :class:`Runner` kept in ``pool``."""
+    for w in pool:
+        try:
+            w.conn.send(None)
+        except Exception:
+            pass
+    deadline = time.monotonic() + 0.5
+    for w in pool:
+        w.proc.join(max(0.0, deadline - time.monotonic()))
+        if w.proc.is_alive():
+            Runner._stop(w)
+    pool.clear()
 
 
 def _describe_exit(code: int | None) -> str:

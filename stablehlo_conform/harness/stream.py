@@ -20,6 +20,7 @@ file the tool appends to (:func:`read_lines`).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,8 @@ def check_result(rec: Any) -> str | None:
         v = rec.get(name)
         if not isinstance(v, types) or isinstance(v, bool):
             return f"result {rec['id']!r}: field {name!r} must be {what}, not {type(v).__name__}"
+        if isinstance(v, float) and not math.isfinite(v):  # NaN, Infinity: no report can show or sum them
+            return f"result {rec['id']!r}: field {name!r} must be a finite number, not {v}"
         if isinstance(v, list) and not all(isinstance(x, str) for x in v):
             return f"result {rec['id']!r}: field {name!r} must be {what}"
     return None

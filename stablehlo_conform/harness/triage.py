@@ -39,26 +39,32 @@ _QUOTED_OP = re.compile(rf"'({_OP_NAME})' op\b")
 _UNSUPPORTED_OP = re.compile(rf"unsupported:\s*({_OP_NAME})")
 _LEADING_OP = re.compile(rf"^({_OP_NAME}) at ", re.M)  # a kernel error: '<op> at <loc>: <message>'
 _NATIVE_OP = re.compile(rf"Unsupported op:\s*(?:%[\w#]+(?::\d+)? = )?\"?({_OP_NAME})")
-_NATIVE_LINE = re.compile(r"(LLVM ERROR:.*|F\d{4} .*|Check failed:.*|terminate called.*|Assertion .* failed.*|"
-                          r"Fatal Python error:.*|Segmentation fault.*)")
+# where a native error line starts (the line from there on is the error); an assertion
+# only when ' failed' follows on its line (:func:`_native_line`)
+_NATIVE_START = re.compile(r"LLVM ERROR:|F\d{4} |Check failed:|terminate called|Fatal Python error:|Segmentation fault")
 _CHECK_TARGET = re.compile(r"@(check\.[\w.]+)")
 _SIGNAL = re.compile(r"\b(SIG[A-Z]+)\b")
 
-# Normalisation, applied in order to one line of a message.
-_NORMALISE: tuple[tuple[re.Pattern, str], ...] = (
-    (re.compile(r"(?:[\w.~-]*/)+[\w.-]+\.(?:mlir|mlirbc|bc|py|so|npz|json|txt)"), "<path>"),
-    (re.compile(r"<(?:chunk|file)[^>]*>"), "<chunk>"),
-    (re.compile(r"\b[\w.-]+\.(?:mlir|mlirbc)\b"), "<path>"),
-    (re.compile(r"<path>(?::\d+)+"), "<path>"),
-    (re.compile(r"\bloc\([^)]*\)"), "loc(..)"),
-    (re.compile(r"%[\w#.$-]+"), "%v"),
-    (re.compile(r"@(?!check\.)[\w.$-]+"), "@f"),  # the checks' own names stay
-    (re.compile(r"\b(tensor|vector|memref)<[^<>]*(?:<[^<>]*>[^<>]*)*>"), r"\1<..>"),
-    (re.compile(r"0x[0-9A-Fa-f]+"), "0x.."),
-    (re.compile(r"\[[-+\d.,\s eEinfa()j]*\]"), "[..]"),
-    (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?j?"), "N"),
-    (re.compile(r"\b(?:nan|inf)\b", re.I), "N"),
-    (re.compile(r"\s+"), " "),
+# Normalisation, applied in order to one line of a message. Every pattern takes time linear in
+# the line (messages may hold a program's text: a 1 MB name must not cost minutes): a pattern
+# whose match may start anywhere inside a run of its characters starts only where such a run
+# starts (a look-behind; the first match of a run starts there anyway), and a pattern that
+# ends at a closing character is applied only up to the last one (``tail``: a start after it
+# cannot match, and each such start would scan to the end of the line).
+_NORMALISE: tuple[tuple[re.Pattern, str, str], ...] = (
+    (re.compile(r"(?<![\w.~/-])(?:[\w.~-]*/)+[\w.-]+\.(?:mlir|mlirbc|bc|py|so|npz|json|txt)"), "<path>", ""),
+    (re.compile(r"<(?:chunk|file)[^>]*>"), "<chunk>", ">"),
+    (re.compile(r"(?<![\w.-])([.-]*)\b[\w.-]+\.(?:mlir|mlirbc)\b"), r"\1<path>", ""),
+    (re.compile(r"<path>(?::\d+)+"), "<path>", ""),
+    (re.compile(r"\bloc\([^)]*\)"), "loc(..)", ")"),
+    (re.compile(r"%[\w#.$-]+"), "%v", ""),
+    (re.compile(r"@(?!check\.)[\w.$-]+"), "@f", ""),  # the checks' own names stay
+    (re.compile(r"\b(tensor|vector|memref)<[^<>]*(?:<[^<>]*>[^<>]*)*>"), r"\1<..>", ">"),
+    (re.compile(r"0x[0-9A-Fa-f]+"), "0x..", ""),
+    (re.compile(r"\[[-+\d.,\s eEinfa()j]*\]"), "[..]", ""),
+    (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?j?"), "N", ""),
+    (re.compile(r"\b(?:nan|inf)\b", re.I), "N", ""),
+    (re.compile(r"\s+"), " ", ""),
 )
 
 
@@ -114,8 +120,9 @@ class Signature:
 
 def normalise(line: str) -> str:
     """One message line with what varies between instances of a bug stripped."""
-    for pattern, repl in _NORMALISE:
-        line = pattern.sub(repl, line)
+    for pattern, repl, tail in _NORMALISE:
+        end = line.rfind(tail) + 1 if tail else len(line)
+        line = pattern.sub(repl, line[:end]) + line[end:]
     return line.strip()[:200]
 
 
@@ -163,14 +170,30 @@ def _dtype(rec: dict[str, Any]) -> str:
     return str(dtypes[0]) if dtypes else ""
 
 
+def _native_line(text: str) -> str | None:
+    """The first native error line of a crash's text, from where the error
+    starts (``LLVM ERROR: ...``, ``F0000 ...``, ``Assertion `x' failed``), or None.
+    Line by line, in time linear in the text: if the first ``Assertion `` of a
+    line has no `` failed`` after it, no later one has."""
+    for line in text.split("\n"):
+        m = _NATIVE_START.search(line)
+        starts = [m.start()] if m else []
+        a = line.find("Assertion ")
+        if a >= 0 and line.find(" failed", a + len("Assertion ")) >= 0:
+            starts.append(a)
+        if starts:
+            return line[min(starts):]
+    return None
+
+
 def _key_line(rec: dict[str, Any], stage: str, lines: list[str]) -> str:
     if stage == "crash":
         text = "\n".join(lines)
         sig = _SIGNAL.search(text)
-        native = _NATIVE_LINE.search(text)
+        native = _native_line(text)
         parts = [sig.group(1) if sig else "exit"]
         if native:
-            parts.append(native.group(1))
+            parts.append(native)
         return normalise(": ".join(parts))
     if stage == "timeout":
         return "timeout"
@@ -192,6 +215,16 @@ def signature(rec: dict[str, Any]) -> Signature | None:
     return Signature(stage, _op(rec, lines), _dtype(rec), _key_line(rec, stage, lines))
 
 
+def at_fault(rec: dict[str, Any]) -> list[str]:
+    """The backends a non-pass record blames (see :attr:`Group.backends`)."""
+    own = [str(rec.get("backend") or "numpy")]
+    if not str(rec.get("message") or "").startswith("backends disagree"):
+        return own  # the record's own check or run
+    wrong = list((rec.get("compare_verdict") or {}).get("wrong") or ())
+    ran = [b for b, s in (rec.get("compare") or {}).items() if s == "ok" or str(s).startswith("fail: ")]
+    return wrong or ran or own
+
+
 @dataclass
 class Group:
     key: tuple[str, str, str]
@@ -209,7 +242,10 @@ class Group:
 
     @property
     def backends(self) -> list[str]:
-        return sorted({display_name(str(r.get("backend") or "numpy")) for r in self.results})
+        """The backends at fault: a record's own backend, but for a
+        disagreement of ``--compare`` the backends its verdict names wrong
+        (all that ran when no verdict says which)."""
+        return sorted({display_name(b) for r in self.results for b in at_fault(r)})
 
     @property
     def example(self) -> dict[str, Any]:

@@ -440,10 +440,14 @@ def _note(backends: dict, lb: str, v: np.ndarray, ref: Reference) -> None:
     if ref.value is None or v.shape != ref.value.shape or v.dtype != ref.value.dtype:
         return
     fit = C.fit(v, ref.value, ref.cls, ref.magnitude, ref.factor)
-    d = _max_ulp(ulp_distance(v, ref.value)) if is_float_dtype(v.dtype) else 0
-    b = backends.setdefault(lb, {"within": True, "max_ulp_from_exact": 0})
+    b = backends.setdefault(lb, {"within": True})
     b["within"] &= fit is not None
-    b["max_ulp_from_exact"] = None if d is None or b["max_ulp_from_exact"] is None else max(b["max_ulp_from_exact"], d)
+    if is_float_dtype(v.dtype):  # floats: how many ULPs from the exact value
+        d, was = _max_ulp(ulp_distance(v, ref.value)), b.get("max_ulp_from_exact", 0)
+        b["max_ulp_from_exact"] = None if d is None or was is None else max(was, d)
+    else:  # integers and booleans are exact or not: how many elements differ
+        b["elements_differ"] = b.get("elements_differ", 0) + int(np.count_nonzero(v != ref.value))
+        b["elements"] = b.get("elements", 0) + int(v.size)
     if ref.cls.source == "result_accuracy":
         b["judgement"] = ref.cls.judgement("" if b["within"] else None)
     if ref.cls.algorithms:
@@ -460,8 +464,13 @@ def _describe_backend(lb: str, b: dict) -> str:
     if "fit" in b:
         rel = b.get("error_of_magnitude")
         return f"{lb} {b['judgement']}" + (f" (max |error| = {rel:.3g} x sum|a_i b_i|)" if rel is not None else "")
-    return f"{lb} " + (f"{b['judgement']}, " if "judgement" in b else "") + \
-        f"{_fmt(b['max_ulp_from_exact'])} ULP from exact"
+    parts = [b["judgement"]] if "judgement" in b else []
+    if "max_ulp_from_exact" in b:
+        parts.append(f"{_fmt(b['max_ulp_from_exact'])} ULP from exact")
+    if "elements_differ" in b:
+        parts.append(f"{b['elements_differ']}/{b['elements']} elements differ from exact" if b["elements_differ"]
+                     else "equal to exact")
+    return f"{lb} " + ", ".join(parts)
 
 
 def _backends_verdict(what: str, cls: C.AccuracyClass, backends: dict, method: str, why: str) -> dict[str, Any]:
@@ -680,23 +689,25 @@ def judge_check(oracle: Oracle, k: int, op: Op, actual: np.ndarray, expected: np
     per_bad = per[bad]
     counts = {ORDER[i]: int(np.count_nonzero(per_bad == i)) for i in range(4) if np.any(per_bad == i)}
     verdict = ORDER[int(per_bad.min())]
-    if is_float_dtype(actual.dtype):
+    ev.update(verdict=verdict, counts=counts)
+    floats = is_float_dtype(actual.dtype)
+    if floats:  # how far each side is, in ULPs of the type
         d_g, d_b = ulp_distance(expected, exact), ulp_distance(actual, exact)
-    else:
-        d_g = np.abs(expected.astype(np.int64) - exact.astype(np.int64)).astype(np.uint64)
-        d_b = np.abs(actual.astype(np.int64) - exact.astype(np.int64)).astype(np.uint64)
-    ev.update(verdict=verdict, counts=counts, golden_ulp=_max_ulp(d_g[bad]), backend_ulp=_max_ulp(d_b[bad]))
+        ev.update(golden_ulp=_max_ulp(d_g[bad]), backend_ulp=_max_ulp(d_b[bad]))
+    else:  # integers and booleans have no ULPs: each side equals the exact value or not
+        ev.update(golden_differs=int(np.count_nonzero((expected != exact)[bad])),
+                  backend_differs=int(np.count_nonzero((actual != exact)[bad])))
     if ref.cls.algorithms or ref.cls.source == "result_accuracy":  # the bound the program asked for
         ev["judgement"] = ref.cls.judgement(C.fit(actual, exact, ref.cls, ref.magnitude, ref.factor))
     examples = []
     worst = np.argwhere(bad & (per == per_bad.min()))
     for idx in worst[:MAX_EXAMPLES]:
         i = tuple(int(x) for x in idx)
-        examples.append({"index": list(i), "expected": _num(expected[i]), "actual": _num(actual[i]),
-                         "exact": _num(exact[i]),
-                         "golden_ulp": None if d_g[i] == NEVER else int(d_g[i]),
-                         "backend_ulp": None if d_b[i] == NEVER else int(d_b[i]),
-                         "verdict": ORDER[int(per[i])]})
+        example = {"index": list(i), "expected": _num(expected[i]), "actual": _num(actual[i]), "exact": _num(exact[i])}
+        if floats:
+            example.update(golden_ulp=None if d_g[i] == NEVER else int(d_g[i]),
+                           backend_ulp=None if d_b[i] == NEVER else int(d_b[i]))
+        examples.append({**example, "verdict": ORDER[int(per[i])]})
     ev["examples"] = examples
     return ev
 
@@ -713,10 +724,17 @@ def summarize(checks: list[dict]) -> dict[str, Any]:
     if first.get("golden_ulp") is not None or first.get("backend_ulp") is not None:
         parts.append(f"golden {_fmt(first.get('golden_ulp'))} ULP from exact, "
                      f"backend {_fmt(first.get('backend_ulp'))} ULP")
+    elif "backend_differs" in first:  # integers and booleans
+        parts.append(f"golden {_differs(first['golden_differs'])}, backend {_differs(first['backend_differs'])}")
     if first.get("why"):
         parts.append(first["why"])
     parts.append(f"{first['elements']}/{first['total']} elements at {first['loc']}")
     return {"verdict": verdict, "summary": "; ".join(parts), "checks": checks}
+
+
+def _differs(n: int) -> str:
+    """How an integer or boolean side compares with the exact values (they have no ULPs)."""
+    return f"differs from exact on {n} element{'s' if n != 1 else ''}" if n else "equal to exact"
 
 
 def _fmt(x) -> str:

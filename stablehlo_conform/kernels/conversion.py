@@ -116,8 +116,8 @@ def float_to_int(x: np.ndarray, dt) -> np.ndarray:
         w = w.real
     if _clips_exactly(w.dtype, dt):
         return _float_to_int_clipped(w, dt, lo, hi)
-    w = w.astype(F64) if w.dtype in (F32, F64, np.dtype(np.float16)) else w.astype(F32).astype(F64)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # a signaling NaN is flagged as an invalid cast; it becomes 0 below
+        w = w.astype(F64) if w.dtype in (F32, F64, np.dtype(np.float16)) else w.astype(F32).astype(F64)
         t = np.trunc(w)
         nan = np.isnan(t)
         t = np.where(nan, 0.0, t)

@@ -513,17 +513,19 @@ def prefix_scan(kind, x: np.ndarray, axis: int, init):
         acc = np.full(xm.shape[:-1], first, dtype=cdt)
         out = np.empty(xm.shape, dtype=cdt)
         for i in range(xm.shape[-1]):
-            acc = uf(acc, xm[..., i]).astype(dtype).astype(cdt)
+            with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, 0 * inf: NaN, as the op says
+                acc = uf(acc, xm[..., i]).astype(dtype).astype(cdt)
             out[..., i] = acc
     else:
         # the fold in place: the first element combined with init, then one
         # accumulate (each element combined with the fold before it)
         out = np.array(xm, dtype=cdt, order="C")
-        out[..., 0] = uf(first, out[..., 0])
         flags = None
-        if _orders_zeros(kind, cdt) and _mixed_zeros(out):  # -0 < +0 for a zero seen so far
-            flags = _zero_flags(out)
-        ufunc_for(kind, cdt).accumulate(out, axis=-1, out=out)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, 0 * inf: NaN, as the op says
+            out[..., 0] = uf(first, out[..., 0])
+            if _orders_zeros(kind, cdt) and _mixed_zeros(out):  # -0 < +0 for a zero seen so far
+                flags = _zero_flags(out)
+            ufunc_for(kind, cdt).accumulate(out, axis=-1, out=out)
         if flags is not None:
             out = order_zeros(kind, out, np.logical_or.accumulate(flags[0], axis=-1),
                               np.logical_or.accumulate(flags[1], axis=-1))
@@ -561,9 +563,10 @@ def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None):
     per_step = cdt != dtype and cdt.kind == "f"
     acc = np.full(out_shape, np.asarray(init).astype(cdt), dtype=cdt)
     for off in offsets:
-        step = uf(acc, win[(Ellipsis,) + off].astype(cdt, copy=False))
-        if per_step:
-            step = step.astype(dtype).astype(cdt)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, 0 * inf: NaN, as the op says
+            step = uf(acc, win[(Ellipsis,) + off].astype(cdt, copy=False))
+            if per_step:
+                step = step.astype(dtype).astype(cdt)
         acc = step if valid is None else np.where(valid[(Ellipsis,) + off], step, acc)
     return contiguous(cast_result(acc, dtype))
 

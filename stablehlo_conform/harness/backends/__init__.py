@@ -17,7 +17,8 @@ from ... import frontend
 from ...program import Module
 from .base import Backend, BackendCrash, BackendUnavailable
 from .names import display_name, shorten_names
-from .pjrt import PREFIX, PjrtBackend, check_target, discover, parse_name
+from .native import LOAD_SECONDS
+from .pjrt import PREFIX, PjrtBackend, check_stablehlo, check_target, discover, parse_name
 
 _BUILTIN = {
     "numpy": "stablehlo_conform.harness.backends.numpy_backend:NumpyBackend",
@@ -46,14 +47,17 @@ def available() -> dict[str, str]:
     return out
 
 
-def check_name(name: str) -> None:
+def check_name(name: str, load_timeout: float | None = LOAD_SECONDS) -> None:
     """Raise :class:`BackendUnavailable` (with what exists) unless ``name``
     names a backend: a built-in one, an installed plugin or ``pjrt:...``
     with an existing library or an installed PJRT plugin's name that loads
-    and creates its client (the plugin's own message when it does not)."""
+    and creates its client within ``load_timeout`` seconds (the plugin's own
+    message when it does not) and has the device the name asks for."""
     if name.startswith("pjrt:"):
-        check_target(parse_name(name))
-        get_backend(name).check_loads()
+        spec = parse_name(name)
+        check_target(spec)
+        check_stablehlo(spec)
+        get_backend(name).check_loads(load_timeout)
     elif name not in available():
         raise BackendUnavailable(f"unknown backend {name!r}; available: {', '.join(sorted(available()))}, "
                                  "pjrt:/path/to/plugin.so")
@@ -88,5 +92,5 @@ def evaluate(program, *arrays, backend: str = "numpy", entry: str = "main") -> t
     return tuple(get_backend(backend).run_function(program, entry, arrays))
 
 
-__all__ = ["Backend", "BackendCrash", "BackendUnavailable", "available", "check_name", "display_name",
-           "evaluate", "get_backend", "shorten_names"]
+__all__ = ["LOAD_SECONDS", "Backend", "BackendCrash", "BackendUnavailable", "available", "check_name",
+           "display_name", "evaluate", "get_backend", "shorten_names"]

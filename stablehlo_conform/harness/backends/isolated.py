@@ -16,6 +16,7 @@ import tempfile
 from typing import Any
 
 from ...errors import ConformError, Timeout, UnsupportedOp
+from ..memory import bounded, inherited_budget
 from .base import BackendCrash, BackendError
 
 
@@ -72,6 +73,7 @@ def _serve() -> None:  # the child process's main loop
     except Exception:
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    budget = inherited_budget()  # --max-memory of the worker's test: each program's call is bounded below
     fin, fout = os.dup(0), os.dup(1)
     os.dup2(2, 1)
     cache: dict[tuple, Any] = {}
@@ -88,7 +90,9 @@ def _serve() -> None:  # the child process's main loop
             if obj is None:
                 mod, _, attr = spec.partition(":")
                 obj = cache[spec, init] = getattr(importlib.import_module(mod), attr)(*init)
-            reply: tuple = ("ok", getattr(obj, method)(*args))
+            # --max-memory: what a program's call allocates, temporaries included (not the client's start)
+            with bounded(None if method == getattr(obj, "start_method", None) else budget):
+                reply: tuple = ("ok", getattr(obj, method)(*args))
         except UnsupportedOp as e:  # rebuilt as it was, not wrapped again
             reply = ("err", (type(e).__name__, e.status, (e.op, e.detail, e.loc)))
         except ConformError as e:
@@ -122,6 +126,11 @@ class Isolated:
         self.proc: Any = None
         # an anonymous file (no name on disk) collects the child's stderr
         self.stderr_file = tempfile.TemporaryFile()
+
+    @property
+    def running(self) -> bool:
+        """Whether the child process is up (a call would not start one)."""
+        return self.proc is not None and self.proc.poll() is None
 
     def _start(self) -> None:
         import subprocess

@@ -5,7 +5,20 @@ from __future__ import annotations
 import os
 import re
 
-_LIBRARY = re.compile(r"\.(?:so(?:\.[\d.]+)?|dylib|dll)$")
+LIBRARY_SUFFIX = re.compile(r"\.(?:so(?:\.[\d.]+)?|dylib|dll)$")
+
+
+def split_target(text: str) -> tuple[str, str, str]:
+    """``TARGET?QUERY`` -> (target, ``?`` or '', query). ``?`` starts the
+    query (create options, device, StableHLO version), except inside a
+    library path that exists: the longest part of ``text`` up to a ``?`` (or
+    the whole) that is a file is the target, so a path holding ``?`` is
+    named as it is (``pjrt:/opt/a?b.so?device=1``)."""
+    cuts = [i for i, c in enumerate(text) if c == "?"]
+    for i in [len(text)] + cuts[::-1]:
+        if "?" in text[:i] and os.path.isfile(text[:i]):
+            return text[:i], text[i:i + 1], text[i + 1:]
+    return text.partition("?")
 
 
 def display_name(name: str) -> str:
@@ -16,15 +29,23 @@ def display_name(name: str) -> str:
     returned unchanged."""
     if not name.startswith("pjrt:"):
         return name
-    target, sep, query = name[len("pjrt:"):].partition("?")
-    if "/" not in target and not _LIBRARY.search(target):
+    target, sep, query = split_target(name[len("pjrt:"):])
+    if "/" not in target and not LIBRARY_SUFFIX.search(target):
         return name  # already a plugin's name
     folder, file = os.path.split(target)
-    short = _LIBRARY.sub("", file)
+    short = LIBRARY_SUFFIX.sub("", file)
     short = short[3:] if short.startswith("lib") and len(short) > 3 else short
     if folder and os.path.isfile(os.path.join(folder, "__init__.py")):
         short = os.path.basename(folder)
     return "pjrt:" + (short or target) + sep + query
+
+
+def plugin_name(name: str) -> str:
+    """:func:`display_name` without the query part (create options, device):
+    the plugin's name alone."""
+    if not name.startswith("pjrt:"):
+        return name
+    return display_name("pjrt:" + split_target(name[len("pjrt:"):])[0])
 
 
 def shorten_names(text: str, names: "list[str] | tuple[str, ...] | set[str]") -> str:
@@ -35,6 +56,6 @@ def shorten_names(text: str, names: "list[str] | tuple[str, ...] | set[str]") ->
         if short != n:
             text = text.replace(n, short)
             if n.startswith("pjrt:"):  # messages may name the library alone
-                lib = n[len("pjrt:"):].partition("?")[0]
-                text = text.replace(lib, short[len("pjrt:"):].partition("?")[0])
+                lib = split_target(n[len("pjrt:"):])[0]
+                text = text.replace(lib, display_name("pjrt:" + lib)[len("pjrt:"):])
     return text

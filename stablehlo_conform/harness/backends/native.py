@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ... import frontend, types as T
 from ...engine import Engine
-from ...errors import ConformError, UnsupportedOp
+from ...errors import ConformError, Timeout, UnsupportedOp
 from ...kernels.registry import load_all
 from ...program import Func, Module, walk_ops
 from .base import Backend, BackendError
@@ -35,6 +35,18 @@ from .wire import BASIC, Wire, decode, encode, replicated_attr, splice, wire_for
 
 
 GRID_OP = "interpreter.run_parallel"
+# seconds a backend's child may take to start (a plugin's client) where no --load-timeout says
+LOAD_SECONDS = 60.0
+_start_listener: Callable[[str, bool], None] | None = None
+
+
+def on_client_start(listener: Callable[[str, bool], None] | None) -> None:
+    """Have ``listener(label, done)`` called in this process before (``done``
+    False) and after (True) a backend's child starts its client: a worker
+    tells its parent, which allows that start the load deadline instead of
+    the test's timeout. None: no listener."""
+    global _start_listener
+    _start_listener = listener
 # what a test's body may make on the host beside the grids and checks it holds
 _GRID_HOST_OPS = frozenset({"stablehlo.constant", "arith.constant", "stablehlo.after_all",
                             "stablehlo.create_token", "func.return", GRID_OP})
@@ -64,9 +76,11 @@ class NativeBackend(Backend):
     isolate = True
     spec = ""  # "module:Class" of the subclass, for the child process
     init: tuple = ()  # its constructor arguments there
+    start_method: str | None = None  # run first in a fresh child: what it loads before any program (a client)
 
     def __init__(self) -> None:
         self._child: Isolated | None = None
+        self._start_failed: str | None = None
 
     # to implement -------------------------------------------------------
     def execute(self, text: str, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -99,7 +113,31 @@ class NativeBackend(Backend):
         self.check_available()
         if not isolate:
             return getattr(self, method)(text, args)
+        self.ready(getattr(opts, "load_timeout", LOAD_SECONDS))
         return self.child().call(method, text, args, timeout=getattr(opts, "timeout", None))
+
+    def ready(self, timeout: float | None = LOAD_SECONDS) -> None:
+        """Start the child and what it loads (``start_method``: a plugin's
+        client) unless the child runs, within ``timeout`` seconds (the load
+        deadline; None: none), never within a program's own timeout. A start
+        that passed the deadline once is not waited for again."""
+        child = self.child()
+        if self.start_method is None or child.running:
+            return
+        failed = getattr(self, "_start_failed", None)
+        if failed:
+            raise Timeout(failed)
+        listener = _start_listener
+        if listener is not None:
+            listener(self.label, False)
+        try:
+            child.call(self.start_method, timeout=timeout)
+        except Timeout:
+            self._start_failed = f"{self.label}: its client did not start within {timeout:g} s (the load deadline)"
+            raise Timeout(self._start_failed) from None
+        finally:
+            if listener is not None:
+                listener(self.label, True)
 
     def child(self) -> Isolated:
         """This backend's long-lived child process (started on first use)."""

@@ -21,20 +21,29 @@ that aborts costs one test, and two plugins never share a process.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
+import mmap
 import os
+import pkgutil
 import re
+import struct
+import sys
+import threading
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...errors import CheckFailure, ConformError, UnsupportedOp
-from .names import display_name
+from ...errors import CheckFailure, ConformError, Timeout, UnsupportedOp
+from ...process_grid import MAX_PROCESSES
+from ..guard import interruptible
+from .names import LIBRARY_SUFFIX, display_name, split_target
 from .base import BackendError, BackendUnavailable
-from .native import NativeBackend
+from .native import LOAD_SECONDS, NativeBackend
 from ... import frontend
 
 PREFIX = "pjrt:"
@@ -75,10 +84,11 @@ class PjrtSpec:
 def parse_name(name: str) -> PjrtSpec:
     """``pjrt:TARGET[?key=value&...]`` -> :class:`PjrtSpec` (``device`` is
     the device index, ``stablehlo`` a StableHLO version to serialize programs
-    to before compiling, every other key a plugin create option)."""
+    to before compiling, every other key a plugin create option; a library
+    path holding ``?`` is taken whole, see :func:`.names.split_target`)."""
     if not name.startswith(PREFIX) or len(name) == len(PREFIX):
         raise BackendUnavailable(f"a PJRT backend is named pjrt:PATH or pjrt:NAME, not {name!r}")
-    target, _, query = name[len(PREFIX):].partition("?")
+    target, _, query = split_target(name[len(PREFIX):])
     options: list[tuple[str, str]] = []
     device = 0
     version = ""
@@ -138,6 +148,64 @@ def typed_option(text: str) -> bool | int | float | str | list[int]:
 # Finding installed plugins (without loading them)
 # --------------------------------------------------------------------------- #
 
+# JAX's own names of plugins it loads from a Python package of another name
+# (its xla_bridge loads libtpu's library as the "tpu" plugin).
+ALIASES = {"tpu": "libtpu"}
+PACKAGE = "Python package"
+
+
+def exports_pjrt_api(path: str) -> bool | None:
+    """Whether the library at ``path`` defines ``GetPjrtApi`` (read from its
+    ELF dynamic symbol table, without loading it); None when it is not a
+    64-bit little-endian ELF file or cannot be read."""
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            if m[:4] != b"\x7fELF" or m[4] != 2 or m[5] != 1:
+                return None
+            shoff, = struct.unpack_from("<Q", m, 0x28)
+            shentsize, shnum = struct.unpack_from("<HH", m, 0x3A)
+            heads = [struct.unpack_from("<IIQQQQIIQQ", m, shoff + i * shentsize) for i in range(shnum)]
+            for _, kind, _, _, off, size, link, _, _, entsize in heads:
+                if kind != 11 or not entsize:  # SHT_DYNSYM, its names in section `link`
+                    continue
+                names_at, names_size = heads[link][4], heads[link][5]
+                at = m.find(b"\0GetPjrtApi\0", names_at, names_at + names_size)
+                return at >= 0 and _defines(m, off, size // entsize, entsize, at + 1 - names_at)
+            return False
+    except (OSError, ValueError, struct.error, IndexError):
+        return None
+
+
+def _defines(m: mmap.mmap, off: int, count: int, entsize: int, name: int) -> bool:
+    """Whether one of the ``count`` ELF symbols at ``off`` is named by the
+    string at ``name`` and defined in the library (a section index not 0)."""
+    for i in range(count):
+        st_name, _, _, section = struct.unpack_from("<IBBH", m, off + i * entsize)
+        if st_name == name and section != 0:
+            return True
+    return False
+
+
+def package_plugins() -> dict[str, str]:
+    """Top-level Python packages holding one PJRT plugin library (a file
+    defining ``GetPjrtApi``) in their folder, as ``libtpu`` holds
+    ``libtpu.so``: package name -> library. Found without importing them."""
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    for mod in pkgutil.iter_modules():
+        folder = os.path.join(str(getattr(mod.module_finder, "path", "")), mod.name)
+        if not mod.ispkg or mod.name in seen:
+            continue
+        seen.add(mod.name)  # the first on the path, as import finds it
+        try:
+            files = sorted(f for f in os.listdir(folder) if LIBRARY_SUFFIX.search(f))
+        except OSError:
+            continue
+        libraries = [os.path.join(folder, f) for f in files if exports_pjrt_api(os.path.join(folder, f))]
+        if len(libraries) == 1:
+            found[mod.name] = libraries[0]
+    return found
+
 
 def discover() -> dict[str, tuple[str, str]]:
     """Installed plugins: name -> (how it was found, module or library path).
@@ -145,7 +213,8 @@ def discover() -> dict[str, tuple[str, str]]:
     Looks where JAX looks, without importing anything: the environment
     variable ``PJRT_NAMES_AND_LIBRARY_PATHS`` (``name:path,...``), modules of
     the ``jax_plugins`` namespace package and entry points of the
-    ``jax_plugins`` group."""
+    ``jax_plugins`` group, and Python packages shipping a plugin library
+    (:func:`package_plugins`)."""
     found: dict[str, tuple[str, str]] = {}
     for item in filter(None, os.environ.get("PJRT_NAMES_AND_LIBRARY_PATHS", "").split(",")):
         name, sep, path = item.partition(":")
@@ -167,7 +236,43 @@ def discover() -> dict[str, tuple[str, str]]:
             found.setdefault(ep.name, ("jax_plugins entry point", ep.value))
     except Exception:  # pragma: no cover
         pass
+    for name, library in package_plugins().items():
+        found.setdefault(name, (PACKAGE, library))
     return found
+
+
+_LOCATED: dict[tuple, tuple[str, str]] = {}
+
+
+def locate(target: str) -> tuple[str, str] | None:
+    """(how it was found, where) of the installed plugin named ``target``
+    (or by JAX's name for it, :data:`ALIASES`); None when none is. A plugin
+    found is remembered for the process's path and plugin list (a backend
+    checks its target before every test; looking costs tens of ms)."""
+    key = (target, os.environ.get("PJRT_NAMES_AND_LIBRARY_PATHS", ""), tuple(sys.path))
+    if key not in _LOCATED:
+        plugins = discover()
+        found = plugins.get(target) or plugins.get(ALIASES.get(target, ""))
+        if found is None:
+            return None
+        _LOCATED[key] = found
+    return _LOCATED[key]
+
+
+def reusable_name(name: str) -> str:
+    """``name`` as commands show it for a user to give back: its display
+    name where that names the same library here (the installed package
+    holding it), else ``name`` itself (a library path, options kept)."""
+    short = display_name(name)
+    if short == name:
+        return name
+    try:
+        found = locate(parse_name(short).target)
+    except ConformError:
+        return name
+    library = split_target(name[len(PREFIX):])[0]
+    same = found is not None and found[0] == PACKAGE and os.path.realpath(found[1]) == os.path.realpath(library)
+    return short if same else name
 
 
 def check_target(spec: PjrtSpec) -> None:
@@ -176,11 +281,25 @@ def check_target(spec: PjrtSpec) -> None:
         if not os.path.isfile(spec.target):
             raise BackendUnavailable(f"no PJRT plugin library at {spec.target}")
         return
-    plugins = discover()
-    if spec.target not in plugins:
+    if locate(spec.target) is None:
+        plugins = discover()
         have = ", ".join(sorted(plugins)) or "none installed"
         raise BackendUnavailable(f"no PJRT plugin named {spec.target!r} (found: {have}); "
                                  "give the library path as pjrt:/path/to/plugin.so")
+
+
+
+def check_stablehlo(spec: PjrtSpec) -> None:
+    """Raise :class:`BackendUnavailable` when ``spec`` asks for a StableHLO
+    version (``?stablehlo=``) the bindings cannot serialize to: every program
+    would be unsupported, so it is refused before any test, with the versions
+    they take."""
+    if not spec.stablehlo:
+        return
+    low, cur = frontend.stablehlo_minimum_version(), frontend.stablehlo_version()
+    if not low <= frontend.version_tuple(spec.stablehlo) <= cur:
+        raise BackendUnavailable(f"stablehlo={spec.stablehlo}: not a StableHLO version the bindings know "
+                                 f"(they take {_version_text(low, 3)} to {_version_text(cur, 3)})")
 
 
 @dataclass
@@ -228,7 +347,12 @@ def load_module(target: str) -> Loaded:
     that capsule to its extension (the CUDA and ROCm plugins register their
     custom-call targets that way) registers them with the library conform's
     client is created from. JAX's own list of backends is left untouched."""
-    kind, where = discover()[target]
+    found = locate(target)
+    if found is None:
+        raise BackendUnavailable(f"no PJRT plugin named {target!r}")
+    kind, where = found
+    if kind == PACKAGE:
+        return load_library(where, target)
     if kind == "PJRT_NAMES_AND_LIBRARY_PATHS":
         if where.endswith(".json"):
             with open(where) as f:
@@ -258,6 +382,8 @@ def load_module(target: str) -> Loaded:
     module_name = where.split(":")[0]
     real = xla_bridge.register_plugin
     xla_bridge.register_plugin = register
+    missing = _MissingModules()
+    sys.meta_path.append(missing)
     try:
         module = importlib.import_module(module_name)
         init = getattr(module, "initialize", None)
@@ -267,14 +393,44 @@ def load_module(target: str) -> Loaded:
     except BackendUnavailable:
         raise
     except Exception as e:
-        raise BackendUnavailable(f"{module_name}.initialize() failed: {type(e).__name__}: "
-                                 f"{str(e).strip()[:400]}") from None
+        raise BackendUnavailable(_init_failure(module_name, e, missing.names)) from None
     finally:
         xla_bridge.register_plugin = real
+        sys.meta_path.remove(missing)
     if not seen:
         raise BackendUnavailable(f"{module_name}.initialize() registered no PJRT plugin "
                                  "(it found no device or library it needs)")
     return seen[0]
+
+
+class _MissingModules:
+    """A finder last on ``sys.meta_path`` while a plugin module loads: it
+    notes the modules the plugin tried to import that no finder found (a
+    plugin may swallow that ImportError and fail later without a word, as
+    the CUDA plugin's ``assert cuda_versions is not None`` does without its
+    companion package ``jax_cuda12_plugin``)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name not in self.names:
+            self.names.append(name)
+        return None
+
+
+def _init_failure(module_name: str, e: Exception, missing: list[str]) -> str:
+    """Why a plugin module's ``initialize()`` failed: its exception's
+    message, or for one without a message (a bare ``assert``) the line that
+    raised it and the modules it tried to import that are not installed."""
+    text = str(e).strip()
+    if text:
+        return f"{module_name}.initialize() failed: {type(e).__name__}: {text[:400]}"
+    frames = traceback.extract_tb(e.__traceback__)
+    at = f" at {frames[-1].filename}:{frames[-1].lineno} ({(frames[-1].line or '').strip()})" if frames else ""
+    why = (f"; Python modules it tried to import are not installed: {', '.join(missing)}" if missing
+           else "; it tried to import no module that is missing")
+    return f"{module_name}.initialize() failed: {type(e).__name__} without a message{at}{why}"
 
 
 def jax_create_options(name: str) -> dict[str, Any]:
@@ -312,6 +468,7 @@ class PjrtBackend(NativeBackend):
     native = None  # PJRT clients exchange every element type NumPy/ml_dtypes know
     isolate = True
     spec = "stablehlo_conform.harness.backends.pjrt:PjrtBackend"
+    start_method = "start_client"
 
     def __init__(self, name: str | None = None) -> None:
         super().__init__()
@@ -322,6 +479,7 @@ class PjrtBackend(NativeBackend):
         self._client: Any = None
         self._library = ""
         self._cache: dict[tuple[str, int], Any] = {}
+        self._info: dict[str, Any] | None = None  # what the load check's child described
 
     @property
     def label(self) -> str:
@@ -361,6 +519,10 @@ class PjrtBackend(NativeBackend):
             self._client = self.make_client()
         return self._client
 
+    def start_client(self) -> int:
+        """Create the client (in the child, before its first program); its device count."""
+        return len(self.devices())
+
     def devices(self) -> list:
         return list(self.client().devices())
 
@@ -397,23 +559,63 @@ class PjrtBackend(NativeBackend):
         unless ``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise."""
         return {"XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")}
 
-    def check_loads(self, timeout: float = 300) -> None:
+    def check_loads(self, timeout: float | None = LOAD_SECONDS) -> None:
         """Raise :class:`BackendUnavailable` with the plugin's own message
-        unless it loads, initialises and creates its client (in the child
-        that then runs the tests)."""
+        unless it loads, initialises and creates its client within
+        ``timeout`` seconds (the load deadline; None: none) and has the
+        device its name asks for. The check's child is gone when it returns
+        (a device may allow one client at a time: the workers start theirs
+        after it); SIGINT / SIGTERM during the check raise
+        :class:`~..guard.Interrupted`."""
         self.check_available()
+        self._check_device_count()
+        main = threading.current_thread() is threading.main_thread()  # only there are signals handled
         try:
-            self.child().call("describe", timeout=timeout)
+            with interruptible() if main else contextlib.nullcontext():
+                info = self._describe_once(timeout)
+        except Timeout:
+            raise BackendUnavailable(f"{self.label} does not load: its client did not start within {timeout:g} s "
+                                     "(the load deadline)") from None
         except ConformError as e:
             text = str(e)
             raise BackendUnavailable(text if "does not load" in text else f"{self.label} does not load: {text}") \
                 from None
+        device, devices = (self.pjrt.device if self.pjrt is not None else 0), info.get("devices", 0)
+        if device >= devices:
+            raise BackendUnavailable(f"{self.label}: device {device} does not exist (the client has {devices} "
+                                     f"devices: 0 to {devices - 1})")
 
-    def info(self, timeout: float = 120) -> dict[str, Any]:
-        """:meth:`describe` run in the child, or why the client does not load."""
+    def _describe_once(self, timeout: float | None) -> dict[str, Any]:
+        """:meth:`describe` in a child that is gone when this returns (kept
+        for :meth:`info`): the client it made holds no device afterwards."""
+        child = self.child()
+        try:
+            info = child.call("describe", timeout=timeout)
+        except BaseException:
+            child.close(kill=True)
+            raise
+        child.close()
+        self._info = info
+        return info
+
+    def _check_device_count(self) -> None:
+        """A ``cpu_device_count`` create option within the grid limit (each
+        CPU device costs the child memory and start-up time: 100000 take
+        minutes and 10 GB)."""
+        for key, value in self.pjrt.options if self.pjrt is not None else ():
+            n = typed_option(value) if key == "cpu_device_count" else None
+            if isinstance(n, int) and n > MAX_PROCESSES:
+                raise BackendUnavailable(f"{self.label}: cpu_device_count={n}: more CPU devices than the limit of "
+                                         f"{MAX_PROCESSES} processes a program's grid may have")
+
+    def info(self, timeout: float | None = 120) -> dict[str, Any]:
+        """:meth:`describe` run in a child (that of the load check when it
+        ran), or why the client does not load; no child is kept."""
+        if self._info is not None:
+            return dict(self._info)
         try:
             self.check_available()
-            return self.child().call("describe", timeout=timeout)
+            return dict(self._describe_once(timeout))
         except ConformError as e:
             return {"name": self.name, "loads": False, "error": f"{e.status}: {e}"}
 

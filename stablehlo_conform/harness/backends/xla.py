@@ -18,6 +18,8 @@ import os
 import re
 from typing import Any
 
+from ...errors import UnsupportedOp
+from ...process_grid import grid_limit_error
 from .isolated import Isolated
 from .pjrt import PjrtBackend, grid_of_text
 
@@ -58,7 +60,14 @@ class XlaBackend(PjrtBackend):
         return {}
 
     def _call(self, text, args, opts, default_isolate=None, method="execute"):
+        """A program's call, in a child with as many CPU devices as its grid
+        asks for: a grid over :data:`~...process_grid.MAX_PROCESSES` is
+        refused before any child starts (that child would never start, and
+        every later program would wait on it)."""
         r, p = grid_of_text(text)
+        too_large = grid_limit_error(r, p)
+        if too_large:
+            raise UnsupportedOp(self.label, too_large)
         if r * p > self._child_devices:
             n = max(r * p, 8)
             if self._child is not None:

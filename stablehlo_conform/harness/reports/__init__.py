@@ -7,6 +7,7 @@ with ``id``, ``status``, ``message``, ``family``, ``dtypes``, ``backend``...).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 from ..guard import GuardError, read_input_text
@@ -71,6 +72,8 @@ def load_results(path: str | Path) -> dict[str, Any]:
         v = doc.get(name)
         if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
             raise ReportError(f"{path}: field {name!r} must be {what}, not {type(doc.get(name)).__name__}")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ReportError(f"{path}: field {name!r} must be a finite number, not {v}")
     for name in ("not_run",):
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (doc.get(name) or {}).values()):
             raise ReportError(f"{path}: field {name!r} must map to counts")
@@ -98,6 +101,8 @@ def incomplete_note(run: dict) -> str | None:
         parts.append(f"{nr['tests']} selected tests not run")
     if nr.get("files"):
         parts.append(f"{nr['files']} files not loaded (their tests are not counted)")
+    if nr.get("bundles"):
+        parts.append(f"{nr['bundles']} repro bundles not written")
     if run.get("missing_shards"):
         parts.append(f"shards missing: {', '.join(run['missing_shards'])} (their tests are not counted)")
     elif not nr:

@@ -2,7 +2,9 @@
 
 The page embeds the results as JSON and builds, with inline JavaScript, the
 op family x element type x backend matrix of pass rates (cells coloured from
-red at 0 % to green at 100 %; click a cell to list its tests) and the list
+red at 0 % to green at 100 % of the tests that ran; a cell of unsupported
+tests only is grey, class ``unsupported``: coverage, not a wrong value; click
+a cell to list its tests) and the list
 of non-passing tests, each expandable to its full message (first differing
 index, values, ULP distance). Several result files (e.g. one per backend)
 make several backend columns under each element type.
@@ -12,12 +14,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..gate import Baseline
+from .. import jsonout
 from ..triage import triage_runs
 from . import incomplete_note
 
@@ -82,7 +84,7 @@ def report_data(runs: Sequence[dict], baseline: Baseline | None = None, title: s
 
 
 def _script_json(obj: object) -> str:
-    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=True)
+    text = jsonout.dumps(obj, separators=(",", ":"), ensure_ascii=True)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -109,6 +111,7 @@ table.matrix th.op{position:sticky;left:0;background:#fafbfc;text-align:left;z-i
 table.matrix thead th.op{z-index:3;background:#eef1f5}
 td.cell{cursor:pointer;min-width:46px;font-variant-numeric:tabular-nums}
 td.cell.none{background:#fafafa;color:#bbb;cursor:default}
+td.cell.unsupported{background:#cfd8dc;color:#37474f}
 td.cell.sel{outline:2px solid #1d4ed8;outline-offset:-2px}
 td.total{font-weight:600}
 .legend{display:inline-flex;align-items:center;gap:6px;font-size:12px}
@@ -137,13 +140,14 @@ JS = r"""
   }
   function colour(rate){ return rate >= 1 ? 'hsl(120,55%,78%)' : 'hsl(' + Math.round(95 * rate * rate) + ',75%,70%)'; }
   function pct(x){ return (100 * x).toFixed(x === 1 || x === 0 ? 0 : 1) + '%'; }
-  // aggregate: family -> dtype -> backend -> [pass, total]
+  // aggregate: family -> dtype -> backend -> [pass, total, unsupported]
   var agg = {}, famTot = {};
   D.tests.forEach(function(t){
     var f = t[F.family], d = t[F.dtype], b = t[F.backend], ok = t[F.status] === 'pass' ? 1 : 0;
+    var un = t[F.status] === 'unsupported' ? 1 : 0;
     var a = ((agg[f] = agg[f] || {})[d] = agg[f][d] || {});
-    var c = (a[b] = a[b] || [0, 0]); c[0] += ok; c[1] += 1;
-    var ft = ((famTot[f] = famTot[f] || {})[b] = famTot[f][b] || [0, 0]); ft[0] += ok; ft[1] += 1;
+    var c = (a[b] = a[b] || [0, 0, 0]); c[0] += ok; c[1] += 1; c[2] += un;
+    var ft = ((famTot[f] = famTot[f] || {})[b] = famTot[f][b] || [0, 0, 0]); ft[0] += ok; ft[1] += 1; ft[2] += un;
   });
   // header and cards
   document.getElementById('title').textContent = D.title;
@@ -185,14 +189,18 @@ JS = r"""
         var td;
         if (!v) { td = el('td', {'class': 'cell none'}, '\u00b7'); }
         else {
-          var rate = v[0] / v[1];
-          if (rate < 1) failing = true;
-          td = el('td', {'class': 'cell' + (c[1] === 'total' ? ' total' : ''), 'data-op': f,
+          // the pass rate of the tests that ran: unsupported is coverage, not a wrong value
+          var ran = v[1] - v[2], rate = ran ? v[0] / ran : 0;
+          if (ran && rate < 1) failing = true;
+          td = el('td', {'class': 'cell' + (c[1] === 'total' ? ' total' : '') + (ran ? '' : ' unsupported'), 'data-op': f,
                          'data-dtype': c[1] === 'total' ? '*' : c[0], 'data-backend': b,
-                         'data-pass': v[0], 'data-total': v[1], 'data-rate': rate.toFixed(4),
-                         title: f + ' \u00b7 ' + c[0] + ' \u00b7 ' + b + ': ' + v[0] + '/' + v[1] + ' pass (' + pct(rate) + ')'},
+                         'data-pass': v[0], 'data-total': v[1], 'data-unsupported': v[2],
+                         'data-rate': ran ? rate.toFixed(4) : '',
+                         title: f + ' \u00b7 ' + c[0] + ' \u00b7 ' + b + ': ' + v[0] + '/' + v[1] + ' pass' +
+                                (ran ? ' (' + pct(rate) + ' of those that ran)' : '') +
+                                (v[2] ? ', ' + v[2] + ' unsupported' : '')},
                   v[0] + '/' + v[1]);
-          td.style.background = colour(rate);
+          if (ran) td.style.background = colour(rate);
           td.addEventListener('click', onCell);
         }
         tr.appendChild(td);
@@ -277,7 +285,7 @@ PAGE = """<!DOCTYPE html>
 <div class="controls">
 <input type="search" id="q" placeholder="filter op family or test id">
 <label><input type="checkbox" id="only-failing"> only families with failures</label>
-<span class="legend">0% <span style="background:linear-gradient(90deg,hsl(0,75%,70%),hsl(50,75%,70%),hsl(95,75%,70%),hsl(120,55%,78%))"></span> 100%</span>
+<span class="legend">0% <span style="background:linear-gradient(90deg,hsl(0,75%,70%),hsl(50,75%,70%),hsl(95,75%,70%),hsl(120,55%,78%))"></span> 100% of the tests that ran <span style="background:#cfd8dc"></span> only unsupported</span>
 </div>
 <div class="wrap"><table class="matrix" id="matrix"></table></div>
 {groups}

@@ -20,6 +20,7 @@ matrix, nothing else needs a script.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import html
 import re
 import shlex
@@ -28,6 +29,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backends import display_name, shorten_names
+from ..backends.names import plugin_name
+from ..backends.pjrt import reusable_name
 from ..gate import Baseline
 from ..triage import Group, kind, normalise, triage
 from . import incomplete_note
@@ -60,8 +63,9 @@ def _dtype(rec: dict) -> str:
 # Reading a result's message
 # --------------------------------------------------------------------------- #
 
-_VALUES = re.compile(r"first at index (\[[^\]]*\]): actual (.+?), expected (.+?)(?: \(([\d.e+]+) ULP\))?"
-                     r"(?:; max ([\d.e+]+) ULP)?(?:, max abs diff ([^\s;]+))?\s*$")
+# one check's values: a message that names several checks ("...; <loc>: check...") ends the first at its ';'
+_VALUES = re.compile(r"first at index (\[[^\]]*\]): actual ([^;]+?), expected ([^;]+?)(?: \(([\d.e+]+) ULP\))?"
+                     r"(?:; max ([\d.e+]+) ULP)?(?:, max abs diff ([^\s;]+))?\s*(?:;|$)")
 _DIFFER = re.compile(r"(\d+)/(\d+) elements differ")
 _CHECK = re.compile(r"\b(check\.[a-z_]+)")
 _VERDICT = re.compile(r"^verdict:\s*(.*)$", re.M)
@@ -122,12 +126,19 @@ def _without_location(message: str) -> str:
 
 
 def repro_command(rec: dict, backend: str) -> str:
-    """A command that runs this one test on ``backend`` again."""
+    """A command that runs this one test on ``backend`` again, from the
+    folder the report was made in: the test's file as the run named it, the
+    backend by a name it takes back (:func:`reusable_name`)."""
     tid = str(rec.get("id", ""))
     path, sep, name = tid.rpartition("::")
     path = str(rec.get("file") or path or tid)
     pattern = f"{path.rsplit('/', 1)[-1]}::{name}" if sep else tid
-    return f"conform run {shlex.quote(path)} -k {shlex.quote(pattern)} --backend {shlex.quote(backend)}"
+    return (f"conform run {shlex.quote(path)} -k {shlex.quote(pattern)} "
+            f"--backend {shlex.quote(_given_back(backend))}")
+
+
+# one look for installed plugins per backend, not one per repro command of a page
+_given_back = functools.lru_cache(maxsize=16)(reusable_name)
 
 
 # --------------------------------------------------------------------------- #
@@ -213,7 +224,8 @@ tr.group td{background:#f3f5f8;font-weight:600}
 table.list td{overflow-wrap:anywhere}
 td.v{font-family:ui-monospace,Menlo,Consolas,monospace}
 code.cmd{font:11px ui-monospace,Menlo,Consolas,monospace;background:#f1f3f6;padding:2px 4px;display:block;
-max-height:4.6em;overflow:hidden;color:#33404f}
+white-space:pre-wrap;overflow-wrap:anywhere;color:#33404f}
+div.clip{max-height:7.5em;overflow:auto;overflow-wrap:anywhere}
 button.copy{font-size:11px;margin-left:4px;cursor:pointer}
 .known{display:inline-block;font-size:11px;background:#8d6e00;color:#fff;border-radius:3px;padding:0 5px;
 margin-left:4px}
@@ -258,12 +270,15 @@ _e = html.escape
 
 
 def _copy(cmd: str, backend: str) -> str:
-    """The command, shown with file names and the plugin's name (the copy button copies it whole)."""
-    shown = " ".join(w.rsplit("/", 1)[-1] if "/" in w and not w.startswith("'pjrt:") and not w.startswith("pjrt:")
-                     else w for w in cmd.split(" "))
-    shown = shorten_names(shown, [backend, shlex.quote(backend)])
-    return (f'<code class="cmd" title="{_e(cmd)}">{_e(shown)}</code>'
+    """The command as it runs (what is shown is what the copy button copies)."""
+    return (f'<code class="cmd" title="{_e(cmd)}">{_e(cmd)}</code>'
             f'<button type="button" class="copy" data-cmd="{_e(cmd)}">copy</button>')
+
+
+def _clip(text: str) -> str:
+    """Cell text in a box of bounded height that scrolls: a long message
+    (several checks, a whole diagnostic) does not make its row a page tall."""
+    return f'<div class="clip">{_e(text)}</div>'
 
 
 def _known(rec: dict, baseline: Baseline | None) -> str:
@@ -289,12 +304,12 @@ def _wrong_section(groups: list[Group], backend: str, baseline: Baseline | None)
                     f"{w['ulp']} ULP" + (f" (max {w['max_ulp']})" if w["max_ulp"] and w["max_ulp"] != w["ulp"]
                                          else "") if w["ulp"] else "",
                     f"{w['differ']} elements differ" if w["differ"] else "") if x)
-                values = (f'<td class="v">{_e(w["actual"]) or "-"}</td><td class="v">{_e(w["expected"]) or "-"}</td>'
-                          f"<td>{_e(err) or '-'}</td><td>{_e(w['bound']) or '-'}</td>"
-                          f'<td class="msg">{_e(w["verdict"] or _without_location(msg))}</td>')
+                values = (f'<td class="v">{_clip(w["actual"] or "-")}</td><td class="v">{_clip(w["expected"] or "-")}'
+                          f"</td><td>{_clip(err or '-')}</td><td>{_clip(w['bound'] or '-')}</td>"
+                          f'<td class="msg">{_clip(w["verdict"] or _without_location(msg))}</td>')
             else:
                 first = reason(msg, backend)
-                values = f'<td class="msg" colspan="5">{_e(r["status"])}: {_e(first)}</td>'
+                values = f'<td class="msg" colspan="5">{_clip(r["status"] + ": " + first)}</td>'
             rows.append(f'<tr class="wrong-row" data-status="{_e(r["status"])}"><td>{_e(str(r.get("family")))}<br>'
                         f'<small>{_e(_dtype(r))}</small></td><td>{_e(str(r["id"]).rsplit("/", 1)[-1])}'
                         f"{_known(r, baseline)}</td>{values}"
@@ -323,7 +338,7 @@ def _group_section(sid: str, title: str, groups: list[Group], backend: str, base
         ids = "".join(f"<li>{_e(str(r['id']))}{_known(r, baseline)}</li>"
                       for r in sorted(g.results, key=lambda r: r["id"]))
         rows.append(f'<tr><td>{g.count}</td><td>{_e(", ".join(ops[:4]) + (" ..." if len(ops) > 4 else ""))}</td>'
-                    f'<td>{_e(g.signature.dtype or "-")}</td><td class="msg">{_e(why)}</td>'
+                    f'<td>{_e(g.signature.dtype or "-")}</td><td class="msg">{_clip(why)}</td>'
                     f"<td><details><summary>{_e(str(ex['id']).rsplit('/', 1)[-1])}</summary><ul>{ids}</ul>"
                     f"</details>{_copy(repro_command(ex, backend), backend)}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("tests", "op", "element types", "why", "tests and repro"))
@@ -385,7 +400,8 @@ def _window_section(doc: dict) -> str:
             f"({_e(v[0][1])}{' ...' if len(v) > 1 else ''})</small></li>"
             for v in sorted(why.values(), key=lambda v: -len(v)))
         s = w["summary"]
-        rows.append(f"<tr><td>{_e(w['version'])}</td><td>{s.get('total', 0)}</td><td>{s.get('pass', 0)}</td>"
+        cut = " (interrupted)" if w.get("complete") is False else ""  # the run of this version did not finish
+        rows.append(f"<tr><td>{_e(w['version'])}{cut}</td><td>{s.get('total', 0)}</td><td>{s.get('pass', 0)}</td>"
                     f"<td>{s.get('fail', 0)}</td><td>{s.get('crash', 0) + s.get('timeout', 0)}</td>"
                     f"<td>{s.get('error', 0)}</td><td>{s.get('unsupported', 0)}</td>"
                     f'<td class="msg"><ul class="why">{items}</ul></td></tr>')
@@ -406,7 +422,7 @@ def plugin_identity(doc: dict) -> dict[str, str]:
     from pathlib import Path
 
     info = doc.get("client") or {}
-    name = display_name(doc["backend"]).partition("?")[0]
+    name = plugin_name(doc["backend"])
     version = ""
     lib = str(info.get("library") or "")
     if lib.startswith("/"):
