@@ -46,7 +46,7 @@ def tables() -> dict:
 
 
 def table(folder: Path) -> str:
-    """The README's table of the zoo, read from the recipes (no framework needed)."""
+    """The table of the zoo (docs/zoo.md), read from the recipes (no framework needed)."""
     from stablehlo_conform.harness.recipe import read_recipe
 
     rows = ["| model | architecture | framework | built from | parameters | ops | types | program |",
@@ -64,7 +64,7 @@ def main() -> int:
     p.add_argument("--only", nargs="*", help="models to export (default: all)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--list", action="store_true")
-    p.add_argument("--table", action="store_true", help="print the README's table from the recipes and exit")
+    p.add_argument("--table", action="store_true", help="print the table of docs/zoo.md from the recipes and exit")
     a = p.parse_args()
     if a.table:
         print(table(a.out))

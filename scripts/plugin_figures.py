@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The figures of the README's "Gate your PJRT plugin" section, from one run.
+"""The figures of the documentation's "Gate your PJRT plugin" page, from one run.
 
-    python scripts/plugin_figures.py [PLUGIN.so] [--jobs 2] [--out DIR] [--write-readme]
+    python scripts/plugin_figures.py [PLUGIN.so] [--jobs 2] [--out DIR] [--write-docs]
 
 Runs, one after the other on this machine: ``conform plugin-report`` on the
 plugin (the project's testsuite, the official interpret and testdata suites,
@@ -9,7 +9,7 @@ the spec's examples at six StableHLO versions of its window), the same three
 suites on the built-in ``xla`` backend, and the plugin page in headless
 Chromium at a 1400 px window (screenshot ``DIR/plugin_page.png``; where the
 wrong values and the failing matrix columns are). Prints a Markdown block with
-the date and the machine; ``--write-readme`` puts it into README.md between
+the date and the machine; ``--write-docs`` puts it into docs/plugins.md between
 the ``plugin-figures`` markers.
 
 PLUGIN.so defaults to the ``lammps-jax-pjrt-cpu`` plugin (installed with
@@ -98,7 +98,7 @@ def main() -> int:
     ap.add_argument("plugin", nargs="?", default=default_plugin())
     ap.add_argument("--jobs", default="2")
     ap.add_argument("--out", default=str(ROOT / "artifacts" / "plugin-figures"))
-    ap.add_argument("--write-readme", action="store_true")
+    ap.add_argument("--write-docs", action="store_true", help="put the block into docs/plugins.md")
     a = ap.parse_args()
     if not a.plugin:
         print("no plugin: give PLUGIN.so or pip install --no-deps lammps-jax-pjrt-cpu", file=sys.stderr)
@@ -151,11 +151,11 @@ def main() -> int:
                      f"{seen['page-width']} px wide (no sideways scrolling; the matrix scrolls in its frame).")
     block = "\n".join(lines)
     print(block)
-    if a.write_readme:
-        readme = ROOT / "README.md"
+    if a.write_docs:
+        readme = ROOT / "docs" / "plugins.md"
         text = readme.read_text()
         if START not in text or END not in text:
-            print(f"README.md has no {START} ... {END} markers", file=sys.stderr)
+            print(f"{readme} has no {START} ... {END} markers", file=sys.stderr)
             return 1
         head, rest = text.split(START, 1)
         readme.write_text(head + START + "\n" + block + "\n" + END + rest.split(END, 1)[1])

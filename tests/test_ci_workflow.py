@@ -1,5 +1,5 @@
 """The GitHub Actions workflow vendors copy (``ci/github-actions.yml``) and
-the workflow snippets of the README: valid YAML, and the workflow's own
+the workflow snippets of the README and the docs: valid YAML, and the workflow's own
 shell steps, run here as the runner would run them (same working
 directories, ``env``, ``$GITHUB_OUTPUT`` and ``steps.*.outputs``), gate a
 real backend plugin: red on a regression, green when the baseline lists
@@ -41,12 +41,14 @@ def test_workflow_and_readme_snippets_are_valid_yaml():
     steps = _steps()
     assert {"Run the conformance suite", "HTML report", "Gate"} <= set(steps)
     assert steps["Gate"]["if"] == "always()" and steps["Upload the reports"]["if"] == "always()"
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    # the workflow snippets of the README and of the documentation pages (docs/shards.md)
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    blocks = [b for page in pages for b in re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S)]
     assert blocks
     for block in blocks:
         doc = yaml.safe_load(block)
         assert isinstance(doc, dict) and doc
-    # the README's sharded matrix gates the merged run (a missing shard is red)
+    # the documented sharded matrix gates the merged run (a missing shard is red)
     merged = [b for b in blocks if "--shard" in b]
     assert merged and all("conform baseline check shard-*.jsonl" in b for b in merged)
 
