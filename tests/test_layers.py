@@ -1,6 +1,6 @@
 """Layers import one way: op facts and numeric helpers -> oracle maths -> kernels -> interpreter
-(engine, process grid) -> harness -> cli. Read from the source (every import statement, at
-module top or inside a function)."""
+(engine, process grid) -> harness -> cli, and no files import each other round a circle. Read from
+the source (every import statement, at module top or inside a function)."""
 
 from __future__ import annotations
 
@@ -116,3 +116,92 @@ def test_the_rules_see_imports():
     # a harness module runs engines: were it placed below the interpreter, the order test would see it
     assert ("engine", False) in {(n, local) for n, _l, local, _t in _imports(PKG / "harness" / "verdict.py")}
     assert unit_of("harness.verdict")[0] > unit_of("engine")[0] > unit_of("kernels.elementwise")[0]
+    # the file graph: `from pkg import sub` reaches the submodule, a name that is none reaches pkg's __init__,
+    # a function's import counts; the cycle finder sees a circle and nothing else
+    modules = _module_files()
+    backends = _file_edges(PKG / "harness" / "backends" / "__init__.py", modules)
+    assert {"frontend", "program", "harness.backends.pjrt"} <= backends
+    assert "harness.diff" in _file_edges(PKG / "harness" / "reduce.py", modules)
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}) == [["a", "b", "c"]]
+
+
+def _module_files() -> dict[str, Path]:
+    """Every module of the package by dotted name ('' the package itself), to its file."""
+    return {_module_name(path): path for path in _files()}
+
+
+def _file_edges(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules (files) that ``path`` imports, anywhere in it: ``from pkg import name``
+    where ``name`` is a submodule is an edge to that submodule, else to ``pkg``'s ``__init__``."""
+    mod = _module_name(path)
+    base = mod.split(".") if mod else []
+    if path.name != "__init__.py":
+        base = base[:-1]
+    edges: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [(a.name.removeprefix("stablehlo_conform").strip("."), ()) for a in node.names
+                       if a.name == "stablehlo_conform" or a.name.startswith("stablehlo_conform.")]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            parent = base[:len(base) - (node.level - 1)]
+            targets = [(".".join(parent + ([node.module] if node.module else [])), node.names)]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "stablehlo_conform":
+            targets = [(node.module.removeprefix("stablehlo_conform").strip("."), node.names)]
+        else:
+            continue
+        for target, names in targets:
+            subs = {f"{target}.{a.name}".strip(".") for a in names} & modules.keys()
+            edges |= subs
+            if len(subs) < len(names) or not names:  # a name that is no submodule comes from target itself
+                assert target in modules, f"{path.relative_to(PKG)}:{node.lineno}: no module {target!r}"
+                edges.add(target)
+    edges.discard(mod)
+    return edges
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph[node]):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_import_cycle_between_files():
+    """No circle of imports between the package's files (every import statement, at module top
+    or inside a function, relative ones resolved; ``from pkg import sub`` reaches ``pkg/sub.py``)."""
+    modules = _module_files()
+    graph = {mod: _file_edges(path, modules) for mod, path in modules.items()}
+    cycles = _cycles(graph)
+    shown = []
+    for component in cycles:
+        inner = [f"  {m} -> {', '.join(sorted(graph[m] & set(component)))}" for m in component]
+        shown.append(f"cycle of {len(component)} files:\n" + "\n".join(inner))
+    assert not cycles, "\n".join(shown)

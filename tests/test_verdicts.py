@@ -12,10 +12,10 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
-from stablehlo_conform.harness.cases import Options, judge, new_result, run_file
+from stablehlo_conform.harness.cases import Options, judge, run_file
 from stablehlo_conform.kernels.registry import load_all
 from stablehlo_conform.oracle import classes as C
-from stablehlo_conform.harness.result import Outcome
+from stablehlo_conform.harness.result import Outcome, new_result
 from stablehlo_conform.program import walk_ops
 
 X = np.array([1.0, 2.5, 10.0], np.float32)

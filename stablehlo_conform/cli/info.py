@@ -12,7 +12,7 @@ from ..errors import ConformError
 from ..harness.backends import LOAD_SECONDS, BackendUnavailable, available, display_name, get_backend
 from ..harness.backends.pjrt import PREFIX, PjrtBackend, locate, parse_name
 from ..harness.guard import write_atomic
-from ..harness.support import file_report
+from ..harness.cases import file_report
 from .common import SECONDS, outputs_ready
 from ..kernels.registry import load_all
 from .. import frontend

@@ -34,7 +34,7 @@ from .sugar import (
     _split_type_suffix, _strip_comment, _sugar_free, rewrite_check_sugar,
 )
 from .bindings import (
-    _IREE_CHECK, _IREE_CHECK_RE, _bindings, _iree_bindings, _iree_state, _is_iree_module, _isa, _jaxlib_attr, _lock,
+    _IREE_CHECK, _IREE_CHECK_RE, _bindings, _iree_bindings, _iree_state, _is_iree_module, _isa, _lock,
     _register_sdy, _sdy_module, _state, _string_attr, new_context, provider_version,
 )
 from .parse import (
@@ -44,7 +44,7 @@ from .parse import (
     chunk_source, memory_budget, parse_chunk,
 )
 from .lower import (
-    _Lowerer, lower_module, parse_attribute,
+    _Lowerer, _jaxlib_attr, lower_module, parse_attribute,
 )
 from .load import (
     known_dialect, load, load_bytes, load_file, load_text, needed_stablehlo_version, op_names, registered_ops,

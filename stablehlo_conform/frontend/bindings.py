@@ -11,9 +11,6 @@ import threading
 from typing import Any
 
 
-from ..program import (OpaqueAttr)
-
-
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 
@@ -134,23 +131,9 @@ def _iree_bindings() -> dict[str, Any] | None:
             return None
         ctx = ir.Context()
         ctx.allow_unregistered_dialects = True
-        _iree_state.update(ir=ir, ctx=ctx, attr_classes=[], provider="iree", foreign=_jaxlib_attr)
+        # foreign: the lowering decodes attributes of this context with jaxlib's parser (lower._jaxlib_attr)
+        _iree_state.update(ir=ir, ctx=ctx, attr_classes=[], provider="iree", foreign=True)
     return _iree_state
-
-
-def _jaxlib_attr(text: str, path: str) -> Any:
-    """Decode a dialect attribute another provider handed out as text by
-    parsing it with jaxlib's bindings (stablehlo attributes carry no types
-    the jaxlib context rejects)."""
-    from .lower import _Lowerer  # lower imports this module at its top
-
-    st = _bindings()
-    try:
-        with st["ctx"]:
-            a = st["ir"].Attribute.parse(text)
-            return _Lowerer(path).attr(a)
-    except Exception:
-        return OpaqueAttr(text)
 
 
 # check ops are renamed for IREE's context, which registers a check dialect of its own

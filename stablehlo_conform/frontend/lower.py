@@ -39,7 +39,7 @@ class _Lowerer:
         self.ctx = st["ctx"]
         self.ir = st["ir"]
         self.attr_classes = st["attr_classes"]
-        self.foreign = st.get("foreign")
+        self.foreign = _jaxlib_attr if st.get("foreign") else None  # another provider's context
         self.sdy = st.get("sdy")
         self.sh = st.get("sh")
 
@@ -376,6 +376,19 @@ class _Lowerer:
             nested=nested,
             meshes=meshes,
         )
+
+
+def _jaxlib_attr(text: str, path: str) -> Any:
+    """Decode a dialect attribute another provider handed out as text by
+    parsing it with jaxlib's bindings (stablehlo attributes carry no types
+    the jaxlib context rejects)."""
+    st = _bindings()
+    try:
+        with st["ctx"]:
+            a = st["ir"].Attribute.parse(text)
+            return _Lowerer(path).attr(a)
+    except Exception:
+        return OpaqueAttr(text)
 
 
 def lower_module(mod, chunk: Chunk) -> Module:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from ..program import walk_ops
@@ -25,30 +24,8 @@ from .guard import FolderNames, atomic_folder, safe_name
 from .inputs import save_npz
 from .programs import generated_inputs
 from .recipe import build_inputs
-from .reduce import ENTRY, entry_program, run_outcomes
+from .reduce import ENTRY, compare_outcomes, entry_program, run_outcomes
 from .. import frontend
-
-
-def compare_outcomes(outcomes: dict[str, dict], backends: Sequence[str]) -> list[dict[str, Any]]:
-    """Every result of every backend that ran against the first backend's
-    (the one place that decides whether backends disagree): a list of
-    ``compare_values`` records with ``index``, ``backend`` and ``against``."""
-    from .diff import compare_values  # loads mpmath: kept here for start-up time
-
-    base = backends[0]
-    ref = outcomes.get(base, {}).get("values")
-    out: list[dict[str, Any]] = []
-    if ref is None:
-        return out
-    for b in backends[1:]:
-        got = outcomes.get(b, {}).get("values")
-        if got is None:
-            continue
-        for i, (x, y) in enumerate(zip(got, ref)):
-            c = compare_values(x, y)
-            c.update(index=i, backend=b, against=base)
-            out.append(c)
-    return out
 
 
 def _cmd(*parts: str) -> str:

@@ -28,10 +28,10 @@ from .diff import compare_test
 from .programs import ProgramCase, filecheck, find_program_cases, format_results, generated_inputs
 from .model import run_model
 from .recipe import RecipeError, read_recipe, recipe_path
-from .result import Outcome, Result, Status, replace
+from .result import Outcome, Result, Status, base_record, new_result, replace
 from .shard import in_shard
 from .guard import file_kind
-from . import support  # a module object: support imports this module at its top
+from .support import iree_programs, load_functions, test_ids, unsupported_message, unsupported_ops
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 
@@ -174,26 +174,6 @@ def _symbols(v: Any) -> Iterator[str]:
             yield from _symbols(x)
 
 
-def test_ids(path: str, modules: list[tuple[Module, Func]]) -> list[str]:
-    ids: list[str] = []
-    counts: dict[str, int] = {}
-    for _m, f in modules:
-        counts[f.name] = counts.get(f.name, 0) + 1
-        n = counts[f.name]
-        ids.append(f"{path}::{f.name}" + (f"#{n}" if n > 1 else ""))
-    return ids
-
-
-def new_result(path: str, test_id: str, func: str, line: int, **fields: Any) -> Result:
-    """A test's result before it runs: ``error`` with no message."""
-    return Result(id=test_id, file=path, function=func, line=line, **fields)
-
-
-def base_record(path: str, test_id: str, func: str, line: int) -> dict[str, Any]:
-    """The JSON record of :func:`new_result`."""
-    return new_result(path, test_id, func, line).to_json()
-
-
 @dataclass
 class FileCases:
     """What one file holds, as ``conform run`` and the pytest plugin see it:
@@ -224,7 +204,7 @@ def enumerate_file(path: str) -> FileCases:
         try:
             mod = frontend.lower_module(frontend.parse_chunk(c), c)
         except ParseError as e:
-            mods, recs = support.load_functions(path, c, e)
+            mods, recs = load_functions(path, c, e)
             loaded.extend(mods)
             found.extend((m, f) for m in mods for f in m.tests())
             out.errors.extend(recs)
@@ -238,7 +218,7 @@ def enumerate_file(path: str) -> FileCases:
         found.extend((mod, f) for f in mod.tests())
     out.tests = [(tid, m, f) for tid, (m, f) in zip(test_ids(path, found), found)]
     out.modules = loaded
-    if support.iree_programs(path, "\n".join(c.text for c in chunks if c.text), loaded, out):
+    if iree_programs(path, "\n".join(c.text for c in chunks if c.text), loaded, out):
         return out
     if found or out.errors:
         return out
@@ -274,6 +254,24 @@ def model_case(path: str, recipe: Path, loaded: list[Module], out: FileCases) ->
         return out
     out.programs = [(f"{path}::{func.name}", mod, ProgramCase(func, "model", recipe=rec))]
     return out
+
+
+def file_report(path: str) -> list[tuple[str, str, str]]:
+    """``(where, status, detail)`` lines saying whether ``path`` will run:
+    ``ok`` (with its test count), ``unsupported`` (the ops, targets and
+    dialects it needs) or ``error`` (it does not parse)."""
+    cases = enumerate_file(path)
+    rows = []
+    for rec in cases.errors:
+        first = (rec["message"] or "").splitlines()[0] if rec["message"] else ""
+        rows.append((rec["id"], rec["status"], first))
+    missing = unsupported_ops(cases.modules)
+    n = len(cases.tests) + len(cases.programs)
+    if missing:
+        rows.append((path, "unsupported", ", ".join(missing)))
+    elif cases.modules:
+        rows.append((path, "ok", f"{n} test{'s' if n != 1 else ''}"))
+    return rows
 
 
 _LAST_LOADED: list[tuple[tuple, FileCases]] = []  # this process's last file: see load_cases
@@ -377,7 +375,7 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
                         message=f"ran on generated inputs (dynamic sizes = {size}"
                         f"{', integer tensors zero' if zeros else ''}); no expected values in the program")
     except ConformError as e:
-        why = support.unsupported_message(mod, e) if e.status == "unsupported" else str(e)
+        why = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
         r = replace(r, status=e.status, message=why)
     except Exception as e:
         r = replace(r, status=Status.ERROR, message=f"internal error: {type(e).__name__}: {e}")
@@ -432,7 +430,7 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
         if opts.compare:
             r = with_comparison(r, compare_test(mod, func, opts))
     except ConformError as e:
-        why = support.unsupported_message(mod, e) if e.status == "unsupported" else str(e)
+        why = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
         r = replace(r, status=e.status, message=why)
     except Exception as e:  # a bug in the tool: keep the run going, say where
         tb = traceback.extract_tb(e.__traceback__)

@@ -3,7 +3,7 @@
 Programs come from :func:`.fuzzgen.generate`; each runs on every backend in a
 child process per backend (:class:`.reduce.IsolatedBackends`: a crash or a
 hang ends that program, not the campaign), the backends' results are compared
-with :func:`.bundle.compare_outcomes` (the comparison of ``conform diff``
+with :func:`.reduce.compare_outcomes` (the comparison of ``conform diff``
 and ``conform reduce``; outputs that differ are judged op by op as ``conform
 diff`` does, :func:`.diff.judge_isolated`), and every disagreement or crash is shrunk by
 :func:`.reduce.reduce_program` and written as a repro bundle.
@@ -30,9 +30,9 @@ import numpy as np
 
 from .diff import judge_isolated, judged
 from .fuzzgen import Program, generate
-from .bundle import compare_outcomes, write_bundle
+from .bundle import write_bundle
 from .inputs import save_npz
-from .reduce import IsolatedBackends, Property, reduce_program
+from .reduce import IsolatedBackends, Property, compare_outcomes, reduce_program
 from .shard import indices, shard_info
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)")

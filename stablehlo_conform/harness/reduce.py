@@ -129,6 +129,28 @@ def run_outcomes(text: str, args: Sequence[np.ndarray], backends: Sequence[str],
         runners.close()
 
 
+def compare_outcomes(outcomes: dict[str, dict], backends: Sequence[str]) -> list[dict[str, Any]]:
+    """Every result of every backend that ran against the first backend's
+    (the one place that decides whether backends disagree): a list of
+    ``compare_values`` records with ``index``, ``backend`` and ``against``."""
+    from .diff import compare_values  # loads mpmath: kept here for start-up time
+
+    base = backends[0]
+    ref = outcomes.get(base, {}).get("values")
+    out: list[dict[str, Any]] = []
+    if ref is None:
+        return out
+    for b in backends[1:]:
+        got = outcomes.get(b, {}).get("values")
+        if got is None:
+            continue
+        for i, (x, y) in enumerate(zip(got, ref)):
+            c = compare_values(x, y)
+            c.update(index=i, backend=b, against=base)
+            out.append(c)
+    return out
+
+
 # --------------------------------------------------------------------------- #
 # Properties
 # --------------------------------------------------------------------------- #
@@ -139,7 +161,7 @@ class Property:
     """What makes a candidate interesting.
 
     ``disagree``: every backend ran and some result of a backend differs from
-    the first backend's (:func:`.bundle.compare_outcomes`); ``crash``: the
+    the first backend's (:func:`compare_outcomes`); ``crash``: the
     target backend crashed or timed out; ``compile-error``: the target
     backend failed (not a crash) with a message matching ``match``;
     ``script``: ``script`` exits 0 given the candidate's path (the inputs are
@@ -161,7 +183,6 @@ class Property:
         difference every op's accuracy class allows (a dot at the precision
         its ``precision_config`` leaves to the backend, an error accumulated
         over ops each within its bound) is no disagreement."""
-        from .bundle import compare_outcomes  # bundle imports this module at its top
         from .diff import judged  # loads mpmath: kept here for start-up time
 
         target = self.target or backends[-1]

@@ -28,7 +28,8 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from .backends.native import on_client_start
-from .cases import Options, base_record, run_file
+from .cases import Options, run_file
+from .result import base_record
 from .guard import interrupts_held
 from .memory import bounded_events
 from .recipe import recipe_path

@@ -13,9 +13,9 @@ from ..engine import TERMINATORS
 from ..errors import ConformError, ParseError
 from ..kernels.custom_call import TARGETS
 from ..kernels.registry import load_all
-from ..program import Module, walk_ops
-from . import cases as testcases  # a module object: cases imports this module at its top
+from ..program import Func, Module, walk_ops
 from .iree_run import find_cases
+from .result import base_record
 
 _OP_AT_START = re.compile(r"^\s*(?:%[^=\"]*=\s*)?([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_.]*)")
 # dialects of whole programs outside StableHLO that tests mix in, and what they are
@@ -95,6 +95,17 @@ def unsupported_message(module: Module, error: ConformError) -> str:
     return f"{error} (also unsupported here: {', '.join(others)})" if others else str(error)
 
 
+def test_ids(path: str, modules: list[tuple[Module, Func]]) -> list[str]:
+    """``path::function`` per test function, ``#n`` after the n-th of one name."""
+    ids: list[str] = []
+    counts: dict[str, int] = {}
+    for _m, f in modules:
+        counts[f.name] = counts.get(f.name, 0) + 1
+        n = counts[f.name]
+        ids.append(f"{path}::{f.name}" + (f"#{n}" if n > 1 else ""))
+    return ids
+
+
 def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], list[dict]]:
     """A chunk that does not parse: each test function of it on its own
     (the others emptied), so those that parse run and every other one is a
@@ -102,7 +113,7 @@ def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], l
     the error records."""
     pieces = iree_format.function_pieces(chunk.text) if chunk.text else []
     if not pieces:
-        rec = testcases.base_record(path, f"{path}::<chunk@{chunk.line}>", "", chunk.line)
+        rec = base_record(path, f"{path}::<chunk@{chunk.line}>", "", chunk.line)
         rec["status"], rec["message"] = describe_parse_error(error, chunk.text)
         return [], [rec]
     spans = {s.name: s for s in iree_format.function_spans(chunk.text)}
@@ -118,7 +129,7 @@ def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], l
             status, message = describe_parse_error(e, text)
         except Exception as e:  # bindings or lowering bug: report, go on
             status, message = "error", f"{path}:{line}: error: cannot load: {type(e).__name__}: {e}"
-        rec = testcases.base_record(path, f"{path}::{name}", name, line)
+        rec = base_record(path, f"{path}::{name}", name, line)
         rec["status"], rec["message"] = status, message
         recs.append(rec)
     return mods, recs
@@ -132,34 +143,16 @@ def iree_programs(path: str, source: str, loaded: list[Module], out) -> bool:
     try:
         cases = find_cases(path, source, loaded)
     except ConformError as e:
-        rec = testcases.base_record(path, f"{path}::<run>", "", 0)
+        rec = base_record(path, f"{path}::<run>", "", 0)
         rec["message"] = str(e)
         out.errors.append(rec)
         return True
     if not cases or (out.tests and not any(c.checks for _m, c in cases)):
         return False
-    ids = testcases.test_ids(path, [(m, c.func) for m, c in cases])
+    ids = test_ids(path, [(m, c.func) for m, c in cases])
     out.programs = [(tid, m, c) for tid, (m, c) in zip(ids, cases)]
     out.tests = []
     return True
-
-
-def file_report(path: str) -> list[tuple[str, str, str]]:
-    """``(where, status, detail)`` lines saying whether ``path`` will run:
-    ``ok`` (with its test count), ``unsupported`` (the ops, targets and
-    dialects it needs) or ``error`` (it does not parse)."""
-    cases = testcases.enumerate_file(path)
-    rows = []
-    for rec in cases.errors:
-        first = (rec["message"] or "").splitlines()[0] if rec["message"] else ""
-        rows.append((rec["id"], rec["status"], first))
-    missing = unsupported_ops(cases.modules)
-    n = len(cases.tests) + len(cases.programs)
-    if missing:
-        rows.append((path, "unsupported", ", ".join(missing)))
-    elif cases.modules:
-        rows.append((path, "ok", f"{n} test{'s' if n != 1 else ''}"))
-    return rows
 
 
 def unsupported_lines(files: Iterable[str]) -> Iterable[str]:
