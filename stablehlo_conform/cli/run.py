@@ -235,7 +235,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     t0 = time.monotonic()
     runner = Runner(opts, jobs=jobs, on_result=on_result)
     interrupted, wall = None, None
-    bundles = _ReproBundles(click.get_current_context().meta.get("repro_dir"))
+    bundles = _ReproBundles(repro_dir)
     try:
         with interruptible():
             runner.run(files, skip=done)

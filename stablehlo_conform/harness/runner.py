@@ -54,7 +54,7 @@ def die_with_parent(parent_pid: int | None = None) -> None:
         os._exit(1)
 
 
-def _worker_main(conn, opts: Options, parent_pid: int | None = None) -> None:  # runs in the child
+def _worker_main(conn, opts: Options, parent_pid: int | None = None, keep: bool = False) -> None:  # in the child
     import sys
 
     die_with_parent(parent_pid)
@@ -81,8 +81,9 @@ def _worker_main(conn, opts: Options, parent_pid: int | None = None) -> None:  #
         path, skip = msg
         conn.send(("loading", path))
         try:
-            # a file kept while unchanged (the pytest plugin sends its tests one by one); each test under --max-memory
-            for ev in bounded_events(run_file(path, opts, frozenset(skip), keep=True), opts.max_bytes):
+            # keep: a file kept while unchanged (a pooled worker gets a file's tests one by one, see Runner's pool);
+            # each test under --max-memory
+            for ev in bounded_events(run_file(path, opts, frozenset(skip), keep=keep), opts.max_bytes):
                 conn.send(ev)
         except Exception as e:  # never leave the parent waiting
             rec = base_record(path, f"{path}::<file>", "", 0)
@@ -129,7 +130,8 @@ class Runner:
 
     def _spawn(self) -> _Worker:
         parent, child = self.ctx.Pipe()
-        p = self.ctx.Process(target=_worker_main, args=(child, self.opts, os.getpid()), daemon=True)
+        p = self.ctx.Process(target=_worker_main, args=(child, self.opts, os.getpid(), self.pool is not None),
+                             daemon=True)
         # the spawned interpreter starts with ``-c``: keep the current folder off sys.path
         old = os.environ.get("PYTHONSAFEPATH")
         os.environ["PYTHONSAFEPATH"] = "1"

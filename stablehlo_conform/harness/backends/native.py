@@ -124,9 +124,8 @@ class NativeBackend(Backend):
         child = self.child()
         if self.start_method is None or child.running:
             return
-        failed = getattr(self, "_start_failed", None)
-        if failed:
-            raise Timeout(failed)
+        if self._start_failed:
+            raise Timeout(self._start_failed)
         listener = _start_listener
         if listener is not None:
             listener(self.label, False)
