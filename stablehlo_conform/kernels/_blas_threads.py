@@ -62,33 +62,37 @@ def _find() -> tuple[Callable[[], int], Callable[[int], None]] | None:
 
 _held = 0  # how many blocks are inside one_blas_thread (a product inside the
 # engine's call is then entered without a call into the library)
+_before = 1  # the library's setting when the first of the blocks held now was entered
 _lock = threading.Lock()
 
 
 class one_blas_thread:
     """NumPy's BLAS runs on one thread inside the ``with`` block. Nested
-    blocks (a product inside the engine's call) cost a counter."""
+    blocks (a product inside the engine's call) cost a counter. Blocks of
+    several threads overlapping in time (products run at once) share the
+    setting: the first entered sets one thread, the last left restores the
+    setting found by the first, whichever thread leaves last."""
 
-    __slots__ = ("before",)
+    __slots__ = ()
 
     def __enter__(self) -> None:
-        global _controls, _held
+        global _controls, _held, _before
         with _lock:
             _held += 1
-            self.before = 1
             if _held > 1:
                 return
             if _controls is False:
                 _controls = _find()
                 keep_freed_memory()
+            _before = 1
             if _controls is not None:
-                self.before = _controls[0]()
-                if self.before != 1:
+                _before = _controls[0]()
+                if _before != 1:
                     _controls[1](1)
 
     def __exit__(self, *exc) -> None:
         global _held
         with _lock:
             _held -= 1
-            if self.before != 1:
-                _controls[1](self.before)
+            if _held == 0 and _before != 1:
+                _controls[1](_before)

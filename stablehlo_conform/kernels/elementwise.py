@@ -51,6 +51,7 @@ from ..numeric import (
     make_complex,
     native_float_pair,
     may_be_near_midpoint,
+    midpoint_screen,
     near_midpoint,
     out,
     positive_underflow,
@@ -391,7 +392,92 @@ def int_power(a, b, dt):
     return wrap_i64(result, dt) if sub else result
 
 
-@binary("stablehlo.power")
+POWER_CHAINS = {3.0: lambda w: (w * w) * w, 4.0: lambda w: np.square(w * w)}
+"""Exponents whose power of an f16 or f32 value :func:`_fast_power` computes in f64 by
+multiplications: the square of an f16 or f32 value is exact in f64 (at most 48 significand
+bits), so the cube and the fourth power round once (an exact square times the value, the square
+of an exact square), within half an f64 ULP of the exact power, which stays within f64's range
+(no overflow, no underflow)."""
+
+POWER_BLOCK = 1 << 14
+"""Elements per block of :func:`_fast_power` (its f64 values stay in cache)."""
+
+
+def _fast_power(op):
+    """``power`` of an f16 or f32 base by an exponent of its type whose elements are all one
+    value of :data:`POWER_CHAINS` (:func:`_one_value`: a broadcast, a folded constant): the
+    chain in f64 rounded once into the type, one block at a time, where the rounding-midpoint
+    screen (:func:`~stablehlo_conform.numeric.midpoint_screen`) clears the block, and elsewhere
+    where :func:`~stablehlo_conform.numeric.near_midpoint` does not mark the element (as
+    :func:`float_fn` does); the exponent 2 as ``np.square`` in the type itself; :func:`power`
+    itself otherwise (other exponents, the marked elements). Other types take the fast path
+    of every element-wise kernel (:func:`~stablehlo_conform.kernels._fast.elementwise`).
+
+    Bit for bit :func:`power`'s value: it computes ``np.power`` in f64 (within an f64 ULP of
+    the exact power) and rounds it once, resolving the values within 4 f64 ULPs of a midpoint
+    exactly, so it is the exact power correctly rounded. So is the chain's value (within half
+    an f64 ULP) on an element not within 4 f64 ULPs of a midpoint, and so is
+    IEEE-754's correctly rounded square (a square is exact in f64: ``np.power`` returns it,
+    and the kernel rounds it once). Signed zeros (exact products), subnormal results (the
+    mask tests them on their own grid), infinities and NaN (the base's, quieted, as ``pow``
+    returns it) are checked in ``tests/test_fast_lowp.py``."""
+    types = _fast.plain_types(op)
+    if types is None:
+        return None
+    (adt, bdt), dt, shape = types
+    if not adt == bdt == dt or dt not in (np.dtype(np.float32), np.dtype(np.float16)) or not all(shape):
+        return _fast.elementwise(power)(op)  # every other type: as any element-wise kernel
+    screen = midpoint_screen(dt)
+
+    def block(chain, x, e):
+        with np.errstate(all="ignore"):
+            r = chain(x.astype(np.float64))
+            res = r.astype(dt)
+        if screen(r):  # the elements near a midpoint (if any) as the kernel computes them
+            mask = midpoint_mask(r, dt)
+            if mask.any():
+                res[mask] = out(power(dt, x[mask], e[mask]), dt)
+        return res
+
+    def call(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        e = _one_value(b)
+        if e == 2.0:
+            with np.errstate(all="ignore"):
+                return np.square(a)
+        chain = POWER_CHAINS.get(e)
+        if chain is None:
+            return out(power(dt, np.ascontiguousarray(a), np.ascontiguousarray(b)), dt)
+        if a.size <= POWER_BLOCK:  # a and b of any one shape (a block of the operands, engine.codegen._in_pieces)
+            return block(chain, a, b)
+        flat, e, res = a.reshape(-1), b.reshape(-1), np.empty(a.size, dt)
+        for i in range(0, a.size, POWER_BLOCK):
+            res[i:i + POWER_BLOCK] = block(chain, flat[i:i + POWER_BLOCK], e[i:i + POWER_BLOCK])
+        return res.reshape(a.shape)
+
+    return FastPath(call, views=True, fresh=True)
+
+
+def midpoint_mask(r: np.ndarray, dt) -> np.ndarray:
+    """:func:`~stablehlo_conform.numeric.near_midpoint` ``(r, dt)`` of real f64 values ``r``, with
+    its zeros tested as 1.0: a zero is near no midpoint, nor is 1.0, whose test is the short bit
+    test where a zero's is the long one by scaling (a masked softmax's ``exp`` is half zeros)."""
+    return near_midpoint(np.where(r == 0, 1.0, r), dt)
+
+
+def _one_value(b: np.ndarray) -> float | None:
+    """The value of every element of ``b`` (a broadcast view, or a folded constant's array),
+    else None: its minimum and maximum (two passes without temporaries) are one number, which no
+    other value equals (a NaN makes them differ; the zeros, equal as values, have no chain)."""
+    if not b.size:
+        return None
+    if not any(b.strides):
+        return float(b.flat[0])
+    lo, hi = np.minimum.reduce(b, axis=None), np.maximum.reduce(b, axis=None)
+    return float(lo) if lo == hi else None
+
+
+@binary("stablehlo.power", fast=_fast_power)
 def power(dt, a, b):
     k = _kind(a)
     if k in ("int", "uint"):
@@ -520,7 +606,9 @@ def where(pred, a, b):
     type of 1 to 8 bytes, of at least :data:`BLEND_MIN` elements, the bit patterns blended
     without branches, ``(a & m) | (b & ~m)`` with ``m`` all ones where ``pred`` holds: each
     element's bits copied from ``a`` or ``b``, as ``np.where`` copies them (NaN payloads
-    included), several times faster where ``pred`` changes at random."""
+    included), several times faster where ``pred`` changes at random. Computed as
+    ``b ^ ((a ^ b) & m)``, which is ``a``'s bits where ``m`` is all ones and ``b``'s where it
+    is 0."""
     pred, a, b = np.asarray(pred), np.asarray(a), np.asarray(b)
     ut = _UINTS.get(a.dtype.itemsize)
     if (ut is None or a.size < BLEND_MIN or pred.dtype != np.bool_ or a.dtype != b.dtype
@@ -528,10 +616,10 @@ def where(pred, a, b):
         return np.where(pred, a, b)
     m = pred.astype(ut)  # 0 or 1
     np.negative(m, out=m)  # 0 or all ones
-    r = np.bitwise_and(a.view(ut), m)
-    np.invert(m, out=m)
-    np.bitwise_and(b.view(ut), m, out=m)
-    r |= m
+    bb = b.view(ut)
+    r = np.bitwise_xor(a.view(ut), bb)
+    r &= m
+    r ^= bb
     return r.view(a.dtype)
 
 

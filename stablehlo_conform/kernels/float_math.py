@@ -30,7 +30,7 @@ from . import _extended as X
 from . import _fast
 from ..numeric import C128, F32, F64, make_complex, midpoint_screen, wide
 from ..opinfo import FastPath
-from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
+from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, midpoint_mask, unary
 
 @unary("stablehlo.ceil", native={"float": np.ceil})
 def ceil(dt, x):
@@ -125,8 +125,9 @@ def rounded_once_fast(f, g):
     Bit for bit ``float_fn``'s value: it computes the same ``f`` of the same widened values,
     rounds them with the same cast, and returns that cast wherever
     :func:`~stablehlo_conform.numeric.may_be_near_midpoint` clears every element, which the
-    screen's bit test decides alike (``tests/test_fast_paths.py``); a block it does not clear
-    goes to ``g``, the kernel's own function."""
+    screen's bit test decides alike (``tests/test_fast_paths.py``); in a block it does not clear,
+    the elements near a midpoint go to ``g``, the kernel's own function
+    (:func:`screened_out`)."""
     general = _fast.elementwise(g)
 
     def fast(op):
@@ -141,17 +142,17 @@ def rounded_once_fast(f, g):
 
         def one(x):
             r = f(x.astype(F64))
-            return r.astype(dt) if not screen(r) else g(dt, x)
+            return r.astype(dt) if not screen(r) else screened_out(g, dt, x, r)
 
         if size <= SCREEN_BLOCK:
             return FastPath(one, fresh=True)
 
-        def call(x):
+        def call(x):  # x of any shape (a block of the operand, see engine.codegen._in_pieces)
             flat = x.reshape(-1)
-            res = np.empty(size, dt)
-            for i in range(0, size, SCREEN_BLOCK):
+            res = np.empty(flat.size, dt)
+            for i in range(0, flat.size, SCREEN_BLOCK):
                 res[i:i + SCREEN_BLOCK] = one(flat[i:i + SCREEN_BLOCK])
-            return res.reshape(shape)
+            return res.reshape(x.shape)
 
         return FastPath(call, fresh=True)
 
@@ -160,6 +161,22 @@ def rounded_once_fast(f, g):
 
 # elements per block of a rounded-once fast path (128 KiB of f64 values)
 SCREEN_BLOCK = 1 << 14
+
+
+def screened_out(g, dt, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``g(dt, x)`` (a kernel's function computing ``f`` in f64 and rounding once, through
+    :func:`.elementwise.float_fn` with ``op`` and no ``refine``) given ``r``, the f64 values of
+    ``f`` of ``x``, which the midpoint screen did not clear: ``r`` rounded into ``dt``, and
+    ``g`` of the elements :func:`~stablehlo_conform.numeric.near_midpoint` marks. It is what
+    ``float_fn`` computes: the same rounding of the same ``r`` wherever that mask is false,
+    ``g`` (an element-wise function) of the others; where a zero or a tiny value (a masked
+    softmax's ``exp``, a small cube) stopped the screen, the few elements near a midpoint, if
+    any, instead of the whole block (:func:`.elementwise.midpoint_mask`)."""
+    res = r.astype(dt)
+    mask = midpoint_mask(r, dt)
+    if mask.any():
+        res[mask] = g(dt, x[mask])
+    return res
 
 
 def _logistic(w):

@@ -118,7 +118,36 @@ def _gather_numbers(dn) -> dict:
     )
 
 
-@kernel("stablehlo.gather")
+def _fast_gather(op):
+    """``gather`` of whole rows (an embedding look-up): one start index into dimension 0,
+    collapsed, every other dimension sliced whole and placed last in operand order, no batching
+    dimensions. The rows ``np.take`` picks at the clamped indices, which are the elements the
+    kernel's index arrays pick (its clamp bounds a start by ``size - 1``), already in the
+    result's order; one copy of each row instead of one index per element."""
+    types = _fast.plain_types(op)
+    if types is None or types[0][0] != types[1] or types[0][1].kind not in "iu":
+        return None
+    oshape, ishape = (tuple(t.shape) for t in op.operand_types)
+    dn = _gather_numbers(op.attr("dimension_numbers"))
+    ivd = dn["index_vector_dim"]
+    batch = ishape[:ivd] + ishape[ivd + 1:] if ivd < len(ishape) else ishape
+    sizes = tuple(int(s) for s in np.asarray(op.attr("slice_sizes")).reshape(-1))
+    nb = len(batch)
+    if (dn["operand_batching_dims"] or dn["start_index_map"] != (0,) or dn["collapsed_slice_dims"] != (0,)
+            or (ivd < len(ishape) and ishape[ivd] != 1) or not oshape or 0 in oshape
+            or sizes != (1,) + oshape[1:] or dn["offset_dims"] != tuple(range(nb, nb + len(oshape) - 1))
+            or types[2] != batch + oshape[1:]):
+        return None
+    hi = oshape[0] - 1
+
+    def call(operand, indices):
+        idx = np.clip(index_int64(indices).reshape(batch), 0, hi)
+        return np.take(operand, idx, axis=0)
+
+    return FastPath(call, views=True, fresh=True)
+
+
+@kernel("stablehlo.gather", fast=_fast_gather)
 def gather(op, operand, start_indices):
     """See spec.md#gather."""
     sizes = op.attr("slice_sizes")
@@ -389,6 +418,21 @@ def _fast_dynamic_update_slice(op):
         return out
 
     return FastPath(call, views=True, scalars=True, fresh=True)
+
+
+def update_in_place(op):
+    """``dynamic_update_slice`` writing the update into the operand's own buffer, which it
+    returns: for the engine's loops, where the operand is a buffer nobody else reads (see
+    ``engine.codegen._Plan._in_place``), on the ops :func:`_fast_dynamic_update_slice` takes.
+    The same window, clamped as the kernel clamps it (spec.md#dynamic_update_slice), and the
+    same assignment: the bits of the kernel's copy, without the copy."""
+    plan = _start_plan(op, tuple(op.operand_types[1].shape))
+
+    def call(x, update, *starts):
+        x[_window(starts, plan)] = update
+        return x
+
+    return call
 
 
 @kernel("stablehlo.dynamic_update_slice", fast=_fast_dynamic_update_slice)

@@ -8,7 +8,11 @@ spec.md#batch_norm_inference, spec.md#batch_norm_grad.
 Products go through one BLAS call (``np.matmul``) on one BLAS thread (see
 ``_blas_threads``); f32/f64 convolutions
 large enough gather and multiply their im2col matrix in cache-sized row
-blocks, one GEMM per block (see ``_conv_gemm_blocked``). Floating-point inputs
+blocks, one GEMM per block (see ``_conv_gemm_blocked``). Independent pieces of
+one product (those blocks, the groups of a grouped convolution, the batch entries
+of a batched float product) run on the process's cores (``_parallel``), each the
+same call as on one thread, so the bits do not depend on the thread count
+(``tests/test_fast_products.py``). Floating-point inputs
 narrower than f32 (f16, bf16, f8, ...) are computed in f32 and rounded once
 into the result type. Integer products are exact: they run in f32 (whole, or
 in contraction chunks added in int64) or f64 when every partial sum provably
@@ -22,12 +26,14 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..numeric import is_float
 from ..opinfo import FastPath
-from . import _fast
+from . import _fast, _parallel
 from ._blas_threads import one_blas_thread
 from .reduction import cast_result, contiguous, pad_dilate
 from .registry import kernel
@@ -189,7 +195,49 @@ def dot_general_arrays(lhs, rhs, lb, rb, lc, rc, out_dtype) -> np.ndarray:
     cdt = compute_dtype([lhs.dtype, rhs.dtype], out_dtype)
     L = (lhs if lperm is None else np.transpose(lhs, lperm)).reshape(lshape)
     R = (rhs if rperm is None else np.transpose(rhs, rperm)).reshape(rshape)
+    if _batches_in_pieces(L, R, cdt, out_dtype):
+        return _batched_matmul(L, R, cdt, np.dtype(out_dtype)).reshape(out_shape)
     return finish(matmul_exact(L, R, cdt).reshape(out_shape), out_dtype)
+
+
+BATCH_PIECE_MIN_MACS = 1 << 26  # the least batched product (multiply-adds) split between threads
+
+
+def _batches_in_pieces(L: np.ndarray, R: np.ndarray, cdt: np.dtype, out_dtype) -> bool:
+    """Whether :func:`_batched_matmul` computes this product: a stack of at least two
+    matrices of real floats computed in f32 or f64 (where :func:`matmul_exact` is one
+    ``np.matmul`` of the stacks), into a float result, large enough to be worth threads."""
+    if L.ndim != 3 or L.shape[0] < 2 or _parallel.threads() < 2 or cdt.kind != "f":
+        return False
+    if not (is_float(L.dtype) and is_float(R.dtype) and is_float(out_dtype)):
+        return False
+    return L.shape[0] * L.shape[1] * L.shape[2] * R.shape[2] >= BATCH_PIECE_MIN_MACS
+
+
+def _batched_matmul(L: np.ndarray, R: np.ndarray, cdt: np.dtype, out_dtype: np.dtype) -> np.ndarray:
+    """``finish(matmul_exact(L, R, cdt), out_dtype)`` of stacks ``(B, M, K) @ (B, K, N)``
+    (see :func:`_batches_in_pieces`), computed in slices of whole batch entries, one slice
+    per thread (:func:`_parallel.run`): each slice widened to ``cdt``, multiplied by
+    ``np.matmul`` and rounded into ``out_dtype``.
+
+    ``np.matmul`` of a stack makes one BLAS call (or its own loop) per batch entry, chosen from
+    the strides and sizes of an entry's matrices, which a slice of the stack shares; the
+    widening and the rounding are element by element. So each entry is the same computation
+    as in the whole product, and the result is the same bit for bit
+    (``tests/test_fast_products.py`` compares them on the zoo's shapes and types)."""
+    res = np.empty(L.shape[:2] + R.shape[2:], out_dtype)
+
+    def piece(b0: int, b1: int) -> None:
+        a = L[b0:b1].astype(cdt, copy=False)
+        b = R[b0:b1].astype(cdt, copy=False)
+        if out_dtype == cdt:
+            np.matmul(a, b, out=res[b0:b1])
+        else:
+            res[b0:b1] = cast_result(np.matmul(a, b), out_dtype)
+
+    with one_blas_thread():
+        _parallel.run([functools.partial(piece, a, b) for a, b in _parallel.spans(L.shape[0], _parallel.threads())])
+    return res
 
 
 @functools.lru_cache(maxsize=4096)
@@ -308,22 +356,33 @@ def convolution_arrays(lhs, rhs, *, strides, pad, lhs_dil, rhs_dil, reversal, dn
         # f32/f64 operands: blocked GEMM (same values); other types (integers
         # exact, narrow floats rounded once) keep the single product below
         blocked = G == 1 and cdt.kind == "f" and lhs.dtype == cdt and rhs.dtype == cdt
+        out = None
         if blocked:
             out = _conv_gemm_blocked(v, w.reshape(O, Kp * w.shape[-1]), cdt)
             mine = out.reshape((N,) + tuple(counts) + (O,))
         elif fgc > 1:
             Cg = C // G
             v = v.reshape(v.shape[:-1] + (G, Cg))
-            A = np.moveaxis(v, -2, 0).reshape(G, N * P, Kp * Cg)
             Og = O // G
             W = w.reshape(G, Og, Kp * w.shape[-1]).transpose(0, 2, 1)
+            if cdt.kind == "f" and lhs.dtype == cdt and rhs.dtype == cdt:
+                groups = np.moveaxis(v, -2, 0)  # G, N, P..., K..., Cg
+                if Kp <= OFFSET_GATHER_MAX_TERMS:
+                    by_group = np.moveaxis(x.reshape(x.shape[:-1] + (G, Cg)), -2, 0)  # G, N, S..., Cg
+                    gather = functools.partial(_gather_by_offset, by_group, ksz, strides, rhs_dil, counts)
+                else:
+                    gather = functools.partial(_gather_view, groups)
+                out = _grouped_gemms(gather, W, (G, N * P, Kp * Cg), groups.shape)
+            else:
+                A = np.moveaxis(v, -2, 0).reshape(G, N * P, Kp * Cg)
         else:
             Nb = N // G
             A = v.reshape((G, Nb) + v.shape[1:]).reshape(G, Nb * P, Kp * C)
             Og = O // G
             W = w.reshape(G, Og, Kp * w.shape[-1]).transpose(0, 2, 1)
         if not blocked:
-            out = matmul_exact(A, W, cdt)  # G, N'*P, Og
+            if out is None:
+                out = matmul_exact(A, W, cdt)  # G, N'*P, Og
             out = out.reshape((G, Nout) + tuple(counts) + (Og,))
             mine = np.moveaxis(out, 0, -2).reshape((Nout,) + tuple(counts) + (O,))
     perm = [0] * (ns + 2)
@@ -334,6 +393,56 @@ def convolution_arrays(lhs, rhs, *, strides, pad, lhs_dil, rhs_dil, reversal, dn
     return finish(np.transpose(mine, perm), out_dtype)
 
 
+def _grouped_gemms(gather, W: np.ndarray, shape: tuple[int, int, int], groups: tuple) -> np.ndarray:
+    """``np.matmul(A, W)`` of a grouped convolution's f32/f64 im2col stack ``A`` of ``shape``
+    ``(G, N*P, K*Cg)`` and kernel stack ``W`` ``(G, K*Cg, Og)``, ``A`` gathered by
+    ``gather(g0, g1, dst)`` (groups ``g0:g1`` of the window view, of shape ``groups``
+    ``(G, N, P..., K..., Cg)``, into ``dst``; see :func:`_gather_view`,
+    :func:`_gather_by_offset`): gathered and multiplied in slices of whole groups, one slice
+    per thread (:func:`_parallel.run`).
+
+    The gather is a copy (the same values in the same layout). ``np.matmul`` of a stack makes
+    one BLAS call (or its own loop) per group, chosen from the strides and sizes of a group's
+    matrices, which a slice of the stack shares; so the matmul of each slice makes, for each of
+    its groups, the call the whole stack makes, on the same memory, and the result is the same
+    bit for bit (``tests/test_fast_products.py``). A depthwise convolution's time is mostly
+    this gather (the stack is laid out group-major from a channel-last view)."""
+    G = shape[0]
+    A = np.empty(shape, W.dtype)
+    res = np.empty((G, shape[1], W.shape[2]), W.dtype)
+
+    def piece(g0: int, g1: int) -> None:
+        gather(g0, g1, A[g0:g1].reshape((g1 - g0,) + tuple(groups[1:])))
+        np.matmul(A[g0:g1], W[g0:g1], out=res[g0:g1])
+
+    parts = _parallel.threads() if A.size >= PIECE_MIN_ELEMENTS else 1
+    with one_blas_thread():
+        _parallel.run([functools.partial(piece, a, b) for a, b in _parallel.spans(G, parts)])
+    return res
+
+
+def _gather_view(groups: np.ndarray, g0: int, g1: int, dst: np.ndarray) -> None:
+    """Groups ``g0:g1`` of the window view ``groups`` ``(G, N, P..., K..., Cg)`` into ``dst``."""
+    np.copyto(dst, groups[g0:g1])
+
+
+def _gather_by_offset(by_group: np.ndarray, ksz, strides, rhs_dil, counts, g0: int, g1: int,
+                      dst: np.ndarray) -> None:
+    """What :func:`_gather_view` writes (``dst[g, n, p..., k..., c]`` is
+    ``by_group[g0 + g, n, p*stride + k*dilation, c]``), written one kernel offset ``k`` at a
+    time from a group-major copy of the input ``by_group`` ``(G, N, S..., Cg)``: each copy
+    runs along output positions, reading consecutive input elements, where the window view
+    reads a few elements per position across channels (a depthwise 3x3 gather in about
+    two thirds of the time, measured; with more offsets the copies cost more)."""
+    src = np.ascontiguousarray(by_group[g0:g1])
+    ns = len(ksz)
+    for k in np.ndindex(*ksz):
+        at = tuple(slice(i * d, i * d + s * (c - 1) + 1, s) for i, d, s, c in zip(k, rhs_dil, strides, counts))
+        dst[(slice(None),) * (2 + ns) + k] = src[(slice(None), slice(None)) + at]
+
+
+PIECE_MIN_ELEMENTS = 1 << 17  # the least gathered stack (f32: 512 KiB) split between threads
+OFFSET_GATHER_MAX_TERMS = 9  # the most kernel offsets gathered one offset at a time (3x3)
 CONV_BLOCK_BYTES = 3 << 20
 CONV_BLOCK_MIN_MNK = 1 << 22
 TILE_ROWS, TILE_COLUMNS = 512, 16  # the tiles of c_order_copy (16 f32: one 64-byte cache line)
@@ -370,21 +479,24 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
     convolution with few output features then runs much closer to the BLAS
     peak than one GEMM over the whole gathered matrix.
 
-    Values: OpenBLAS's default kernels here (SkylakeX) compute every result
-    row from its own left-operand row with the same contraction order
-    whatever the number of rows, as long as the call is large enough for
-    the general kernel (small calls go through other kernels). Every block
-    therefore has at least ``CONV_BLOCK_MIN_MNK`` multiply-adds (a short
-    tail joins the block before it), and smaller problems, single output
-    features and single-term contractions use one GEMM, so the values are
-    bit-identical to one GEMM over all rows. BLAS kernels whose rounding
-    depends on the call shape (e.g. OpenBLAS's Haswell/Zen kernels, whose
-    single-GEMM results also differ from SkylakeX's) can differ in the last
-    bits, within the ordering freedom of a float sum.
+    Values: the result is defined by these blocks (a function of the shapes only, the same
+    on every run). Every block has at least ``CONV_BLOCK_MIN_MNK`` multiply-adds (a short
+    tail joins the block before it), and smaller problems, single output features and
+    single-term contractions use one GEMM. Whether the blocks' rows equal those of one GEMM
+    over all rows depends on the BLAS kernels the machine selects: with OpenBLAS's SkylakeX
+    kernels they do; with others (measured on an AVX-512 AMD EPYC, where splitting a GEMM by
+    rows or columns changes the last bits) they can differ in the last bits, within the
+    ordering freedom of a float sum (spec.md#convolution leaves that order open).
+
+    Threads: the blocks are those above whatever the number of threads; each of
+    :func:`_parallel.threads` workers (:func:`_gemm_blocks`, with its own buffer) takes
+    the next block when it is free, gathers it and runs its GEMM (one BLAS thread each),
+    so each block is the same call on the same rows as one after the other, and the
+    result is the same bit for bit (``tests/test_fast_products.py``).
     """
     kc = w2.shape[1]
     O = w2.shape[0]
-    wt = c_order_copy(w2.astype(cdt, copy=False)).T  # K*C, O (the layout of the single product)
+    w2 = w2.astype(cdt, copy=False)
     ns = (v.ndim - 2) // 2
     row_dims = v.shape[: 1 + ns]
     rows = int(np.prod(row_dims, dtype=np.int64))
@@ -407,18 +519,43 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
     if len(starts) > 1 and (row_dims[j] - starts[-1]) * inner < min_rows:
         starts.pop()
     bounds = list(zip(starts, starts[1:] + [row_dims[j]]))
-    buf = np.empty((max(b - a for a, b in bounds) * inner, kc), dtype=cdt)
-    r0 = 0
+    blocks, r0 = [], 0
+    for prefix in np.ndindex(*row_dims[:j]):
+        for a, b in bounds:
+            blocks.append((prefix + (slice(a, b),), r0, (b - a) * inner))
+            r0 += (b - a) * inner
+    wt = c_order_copy(w2).T  # K*C, O (the layout of the single product)
+    take = _taker(blocks)
+    most = max(b - a for a, b in bounds) * inner
+    workers = min(_parallel.threads(), len(blocks))
     with one_blas_thread():
-        for prefix in np.ndindex(*row_dims[:j]):
-            for a, b in bounds:
-                blk = v[prefix + (slice(a, b),)]
-                k = (b - a) * inner
-                dst = buf[:k]
-                np.copyto(dst.reshape(blk.shape), blk)
-                np.dot(dst, wt, out=out[r0:r0 + k])
-                r0 += k
+        _parallel.run([lambda: _gemm_blocks(v, wt, out, most, take)] * workers)
     return out
+
+
+def _taker(items: list):
+    """A function returning the next of ``items`` on each call (None after the last), safe to
+    call from several threads: the pieces of :func:`_parallel.run` share the blocks of one
+    convolution this way, each taking the next block when it is free."""
+    it, lock = iter(items), threading.Lock()
+
+    def take():
+        with lock:
+            return next(it, None)
+    return take
+
+
+def _gemm_blocks(v: np.ndarray, wt: np.ndarray, out: np.ndarray, most: int, take) -> None:
+    """Gather and multiply the blocks ``take`` hands out (``(index of v, first row, rows)``)
+    into their rows of ``out``, one ``np.dot`` per block, through a buffer of ``most`` rows:
+    the block GEMMs of :func:`_conv_gemm_blocked`, the same call on the same block whichever
+    thread runs it."""
+    buf = np.empty((most, wt.shape[0]), dtype=wt.dtype)
+    for at, r0, k in iter(take, None):
+        blk = v[at]
+        dst = buf[:k]
+        np.copyto(dst.reshape(blk.shape), blk)
+        np.dot(dst, wt, out=out[r0:r0 + k])
 
 
 def _conv(op, lhs, rhs, pad):

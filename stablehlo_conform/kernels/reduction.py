@@ -46,8 +46,12 @@ import dataclasses
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .. import types as T
 from ..numeric import ieee_maximum, ieee_minimum, kind_of
+from ..opinfo import FastPath
+from . import _fast
 from .registry import kernel
+from .shape import transpose_copy
 from .quantized import dequantize, quantize
 
 # ---------------------------------------------------------------------------
@@ -72,7 +76,11 @@ def simple_body(op, region_index: int = 0) -> str | None:
     The body must be exactly ``%r = op(%a0, %a1); return %r`` over its two
     block arguments (either operand order: all these ops are commutative).
     """
-    region = op.op.regions[region_index]
+    return body_kind(op.op.regions[region_index])
+
+
+def body_kind(region) -> str | None:
+    """:func:`simple_body` of one region."""
     if len(region.blocks) != 1:
         return None
     block = region.blocks[0]
@@ -171,9 +179,10 @@ def _zero_flags(x: np.ndarray):
 
 
 def reduce_last(kind: str, uf, x: np.ndarray) -> np.ndarray:
-    """``uf.reduce`` over the last axis, with zeros ordered for float max/min."""
+    """``uf.reduce`` over the last axis, with zeros ordered for float max/min (only a zero
+    result can be the wrong zero: the zeros are looked for where some result is 0)."""
     r = uf.reduce(x, axis=-1)
-    if _orders_zeros(kind, x.dtype) and _mixed_zeros(x):
+    if _orders_zeros(kind, x.dtype) and (np.asarray(r) == 0).any() and _mixed_zeros(x):
         neg, pos = _zero_flags(x)
         r = order_zeros(kind, r, neg.any(axis=-1), pos.any(axis=-1))
     return r
@@ -224,11 +233,18 @@ SEQUENTIAL_LIMIT = 32
 
 
 def _move_reduced_last(x: np.ndarray, dims) -> tuple[tuple, np.ndarray]:
-    """``x`` with the ``dims`` axes flattened into one trailing axis."""
+    """``x`` with the ``dims`` axes flattened into one trailing axis: NumPy's transpose and
+    reshape, a view where it makes one (``ufunc.reduce`` adds a strided axis in another order
+    than a contiguous one), else the C-ordered copy it makes (:func:`.shape.transpose_copy`)."""
     keep = [i for i in range(x.ndim) if i not in dims]
     out_shape = tuple(x.shape[i] for i in keep)
     count = int(np.prod([x.shape[i] for i in dims], dtype=np.int64)) if dims else 1
-    return out_shape, np.transpose(x, keep + list(dims)).reshape(out_shape + (count,))
+    perm = keep + list(dims)
+    moved = np.transpose(x, perm)
+    try:  # a view where NumPy makes one: the layout decides the order ufunc.reduce adds in
+        return out_shape, moved.reshape(out_shape + (count,), copy=False)
+    except ValueError:  # NumPy's reshape would copy into C order: the same copy, made faster
+        return out_shape, transpose_copy(x, perm).reshape(out_shape + (count,))
 
 
 def fast_reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], init, out_dtype: np.dtype):
@@ -250,16 +266,17 @@ def fast_reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], init, out_dtype
     ic = np.asarray(init).astype(cdt)
     out_shape, flat = _move_reduced_last(x, axes)
     count = flat.shape[-1]
-    if count <= SEQUENTIAL_LIMIT:
-        per_step = cdt != x.dtype and cdt.kind == "f"
-        acc = np.full(out_shape, ic, dtype=cdt)
-        for k in range(count):
-            acc = step(acc, flat[..., k].astype(cdt, copy=False))
-            if per_step:
-                acc = acc.astype(x.dtype).astype(cdt)
-        return contiguous(cast_result(acc, out_dtype))
-    red = reduce_last(kind, uf, flat.astype(cdt, copy=False))
-    return contiguous(cast_result(step(ic, red), out_dtype))
+    with np.errstate(all="ignore"):  # IEEE results: inf - inf is NaN, overflow is inf
+        if count <= SEQUENTIAL_LIMIT:
+            per_step = cdt != x.dtype and cdt.kind == "f"
+            acc = np.full(out_shape, ic, dtype=cdt)
+            for k in range(count):
+                acc = step(acc, flat[..., k].astype(cdt, copy=False))
+                if per_step:
+                    acc = acc.astype(x.dtype).astype(cdt)
+            return contiguous(cast_result(acc, out_dtype))
+        red = reduce_last(kind, uf, flat.astype(cdt, copy=False))
+        return contiguous(cast_result(step(ic, red), out_dtype))
 
 
 # ---------------------------------------------------------------------------
@@ -330,7 +347,47 @@ def _converted_operands(op, operands, n: int):
     return inputs, inits
 
 
-@kernel("stablehlo.reduce")
+def _fast_reduce(op):
+    """``reduce`` of one static operand by a simple body (:func:`simple_body`) whose argument
+    types are the operand's and the result's: :func:`fast_reduce` with the body and dimensions
+    read once, which is what the kernel computes there (its conversions into the body's types
+    change nothing) on the operand the kernel gets (not a broadcast view: ``ufunc.reduce``
+    adds in an order that follows the layout); None where :func:`fast_reduce` has no fast path
+    (the kernel's general path)."""
+    if len(op.operands) != 2 or len(op.regions) != 1:
+        return None
+    types = _fast.plain_types(op)
+    if types is None:
+        return None
+    (xdt, idt), dt, _ = types
+    kind = body_kind(op.regions[0])
+    args = op.regions[0].blocks[0].arg_types
+    if kind is None or not xdt == idt == dt or any(
+            not isinstance(t, T.TensorType) or t.element.quantized or t.dtype != dt for t in args):
+        return None
+    cdt = _compute_dtype(dt, kind)
+    if cdt is None or ufunc_for(kind, cdt) is None:
+        return None
+    dims = tuple(sorted(int(d) for d in op.attr("dimensions", ())))
+    shape = tuple(op.operand_types[0].shape)
+    rank, count = len(shape), int(np.prod([shape[d] for d in dims], dtype=np.int64))
+    if (cdt == dt and dims and dims == tuple(range(rank - len(dims), rank)) and count > SEQUENTIAL_LIMIT
+            and len(dims) < rank):
+        # the trailing axes, long enough for ufunc.reduce, in the element type itself
+        uf, step, flat = ufunc_for(kind, dt), binary_for(kind, dt), shape[:rank - len(dims)] + (count,)
+
+        def trailing(x, init):
+            return step(init, reduce_last(kind, uf, x.reshape(flat)))
+
+        return FastPath(trailing)
+
+    def call(x, init):
+        return fast_reduce(kind, x, dims, init, dt)
+
+    return FastPath(call)  # no views: the layout decides the order ufunc.reduce adds in
+
+
+@kernel("stablehlo.reduce", fast=_fast_reduce)
 def reduce(op, *operands):
     """See spec.md#reduce."""
     quant = _quantized_op(op)

@@ -294,8 +294,99 @@ def slice_(op, operand):
                         _ints(op.attr("strides"))),)
 
 
-@kernel("stablehlo.transpose")
+TILED_TRANSPOSE_MIN = 1 << 16
+"""Elements from which :func:`transpose_copy` copies a swap of two axis groups tile by tile."""
+TILED_MATRIX_MIN = (32, 128, 1 << 14)
+"""The least rows, columns and elements of each matrix :func:`transpose_copy` tiles (measured:
+below, NumPy's own copy, whose reads of short rows or writes of short lines stay in cache,
+costs less than the tiles' calls)."""
+TILE_LINE_BYTES = 64  # a tile's width in the result: one cache line
+TILE_SPAN_BYTES = 3072  # a tile's height in the result, times the item size: its run in the operand
+
+
+def merged_permutation(shape: Sequence[int], perm: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(shape, perm)`` of the same transpose of a C-ordered operand with the axes of size 1
+    dropped and each run of axes that stay adjacent and in order merged into one: the
+    operand's merged shape (in its own order) and the permutation of the merged axes."""
+    groups: list[list[int]] = []
+    for p in perm:
+        if shape[p] == 1:
+            continue
+        if groups and groups[-1][-1] + 1 == p:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])
+    merged = tuple(int(np.prod([shape[a] for a in groups[g]], dtype=np.int64)) for g in order)
+    return merged, tuple(order.index(g) for g in range(len(groups)))
+
+
+def _copy_tiles(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` for 2-D ``dst`` (C-ordered) and ``src`` a transposed view, in tiles of
+    :data:`TILE_SPAN_BYTES` rows by :data:`TILE_LINE_BYTES` bytes of ``dst``: each tile reads
+    short runs of the operand's rows and writes whole cache lines, both staying in cache
+    (NumPy copies in the destination's order, one operand row per element)."""
+    rows, cols = dst.shape
+    height = max(1, TILE_SPAN_BYTES // dst.itemsize)
+    width = max(1, TILE_LINE_BYTES // dst.itemsize)
+    for i in range(0, rows, height):
+        d, s = dst[i:i + height], src[i:i + height]
+        for j in range(0, cols, width):
+            d[:, j:j + width] = s[:, j:j + width]
+
+
+RUN_COPY_MIN = 1 << 14
+"""Elements from which :func:`transpose_copy` moves a short trailing run as one element."""
+RUN_MAX_BYTES = 64
+"""The longest trailing run :func:`transpose_copy` moves as one element (measured: longer runs
+are one inner loop of NumPy's own copy already)."""
+
+
+def transpose_copy(operand: np.ndarray, perm: Sequence[int]) -> np.ndarray:
+    """``np.transpose(operand, perm)`` as a new C-ordered array (spec.md#transpose), the same
+    elements in the same places, faster for a large C-ordered operand (see
+    :func:`merged_permutation`) in two cases: where the transpose keeps a short run of trailing
+    elements last (a group norm's ``(N, H, W, G, C/G) -> (N, G, H, W, C/G)``), each run moves
+    as one element (a ``void`` of its bytes: NumPy's copy otherwise loops over each run);
+    where it swaps two axis groups (a batch of matrix transposes), each matrix is copied tile
+    by tile (:func:`_copy_tiles`)."""
+    operand = np.asarray(operand)
+    t = np.transpose(operand, perm)
+    if t.size < RUN_COPY_MIN or not operand.flags.c_contiguous:
+        return _c(t)
+    shape, mperm = merged_permutation(operand.shape, perm)
+    k = len(mperm)
+    run = shape[-1] * operand.itemsize if k else 0
+    if k >= 2 and mperm[-1] == k - 1 and run <= RUN_MAX_BYTES:
+        runs = operand.reshape(shape).view(np.dtype((np.void, run))).reshape(shape[:-1])
+        return transpose_copy(runs, mperm[:-1]).view(operand.dtype).reshape(t.shape)
+    if t.size < TILED_TRANSPOSE_MIN or k < 2 or mperm != tuple(range(k - 2)) + (k - 1, k - 2):
+        return _c(t)
+    rows, cols, least = TILED_MATRIX_MIN
+    if shape[-2] < rows or shape[-1] < cols or shape[-2] * shape[-1] < least:
+        return _c(t)
+    x = operand.reshape((-1,) + shape[-2:])
+    res = np.empty((x.shape[0], shape[-1], shape[-2]), operand.dtype)
+    for b in range(x.shape[0]):
+        _copy_tiles(res[b], x[b].T)
+    return res.reshape(t.shape)
+
+
+def _fast_transpose(op):
+    """``transpose`` of a static operand: :func:`transpose_copy`, the kernel's own copy."""
+    types = _fast.plain_types(op)
+    if types is None or types[0][0] != types[1]:
+        return None
+    perm = _ints(op.attr("permutation"))
+
+    def call(x):
+        return transpose_copy(x, perm)
+
+    return FastPath(call, views=True, fresh=True)
+
+
+@kernel("stablehlo.transpose", fast=_fast_transpose)
 def transpose(op, operand):
     """See spec.md#transpose: ``result[i] = operand[j]`` with ``j[d] = i[permutation[d]]``."""
     perm = _ints(op.attr("permutation"))
-    return (_c(np.transpose(np.asarray(operand), perm)),)
+    return (transpose_copy(operand, perm),)

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -1132,10 +1133,22 @@ def _exact_f64(op, args, dtype):
     return r
 
 
+# mpmath's working precision (``mpmath.workprec``) is one setting of the whole process: threads
+# evaluating at once (an op's blocks on several threads, see engine.codegen._in_pieces; the
+# processes of a grid) take turns
+_MPMATH = threading.RLock()
+
+
 def correctly_rounded(op: str, args: Sequence[np.ndarray], dtype) -> np.ndarray:
     """``op`` applied to ``args``, exactly, rounded to nearest-even into ``dtype`` (see module docs).
 
-    ``dtype`` is the result's element type (a real type for ``abs`` of complex numbers)."""
+    ``dtype`` is the result's element type (a real type for ``abs`` of complex numbers). One
+    thread at a time (:data:`_MPMATH`)."""
+    with _MPMATH:
+        return _correctly_rounded(op, args, dtype)
+
+
+def _correctly_rounded(op: str, args: Sequence[np.ndarray], dtype) -> np.ndarray:
     _check(op, dtype)
     dtype = np.dtype(dtype)
     fmt = format_of(dtype)
