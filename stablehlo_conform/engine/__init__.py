@@ -40,9 +40,21 @@ from .steps import (_BR, _CALL, _CODES, _COND_BR, _KERNEL, _RETURN, _SWITCH, FOL
 __all__ = ["Engine", "FOLDABLE", "MAX_DEPTH", "TERMINATORS", "DepthExceeded", "OpContext", "run_function",
            "run_spmd"]
 
-# a block runs step by step once per this many of its ops before it is generated
-# (generating costs about as much as this many step-by-step runs save)
-OPS_PER_STEPWISE_RUN = 512
+# a block runs step by step once per this many of its ops before it is generated (generating
+# costs 30 to 50 microseconds an op, without the deadline's checks where the engine has none;
+# a generated run of a zoo model saves 10 to 80 microseconds an op, nothing on a few: blocks
+# of up to this many ops are generated after their first run, which computes the folds)
+OPS_PER_STEPWISE_RUN = 2048
+# a block whose results take at least PREGENERATE_BYTES + PREGENERATE_BYTES_PER_OP bytes an op
+# is generated before its first run (see Engine._fold_ahead), and so is a block running a loop:
+# a step-by-step run misses the fast paths (and the loops' in-place updates) and keeps every
+# value until the block returns, touching that many fresh pages on the first run of a process
+# (about 0.3 ms a MiB, more than generating: about a millisecond and 20 to 50 microseconds an
+# op). Measured on the zoo: a gain on vit_b16, whisper_tiny and gpt2_int8; on blocks with less
+# memory an op, even or a loss (efficientnet_b0: tens of milliseconds; attention at batch 16: a
+# millisecond), as a process's later runs find those pages touched already
+PREGENERATE_BYTES = 32 << 20
+PREGENERATE_BYTES_PER_OP = 256 << 10
 
 
 class Engine:
@@ -142,9 +154,10 @@ class Engine:
         as it takes for the time saved to pay for generating the function
         (:data:`OPS_PER_STEPWISE_RUN` ops per run)."""
         block = region.blocks[index]
-        if block.__dict__.get("_runs", 0) * OPS_PER_STEPWISE_RUN <= len(block.ops):
-            return None
         registry = self.registry
+        if block.__dict__.get("_runs", 0) * OPS_PER_STEPWISE_RUN <= len(block.ops):
+            if lanes or block.__dict__.get("_runs", 0) or not self._fold_ahead(block):
+                return None
         steps = self._steps(block)
         if not all(_folded_results(op, registry) for op, *_, fold in steps if fold):
             return None
@@ -153,10 +166,63 @@ class Engine:
             cache = block._generated = (registry, {})
         make = cache[1].get(lanes)
         if make is None:
-            make = cache[1][lanes] = _generate(region, index, steps, lanes, registry, self._steps)
+            make = cache[1][lanes] = _generate(region, index, steps, lanes, registry, self._steps, self.module.funcs)
         run = make(self)
         self._runners[id(block), lanes] = (block, run)
         return run
+
+    def _fold_ahead(self, block: Block) -> bool:
+        """Whether ``block`` is to be generated before its first run: it runs a loop, or its
+        results take :data:`PREGENERATE_BYTES` and :data:`PREGENERATE_BYTES_PER_OP` bytes an op;
+        and its folded results are computed now (:meth:`_fold_block`), with those of the loops
+        and functions it may run inline (the blocks of its ``stablehlo.while`` ops and of the
+        functions it calls, theirs in turn), which their first runs would compute (a block
+        whose folds are not computed is not inlined). False, leaving the block to run step by
+        step, where one of its own folds would pass the deadline or the memory budget or
+        raises: the step-by-step run reports that where it happens."""
+        ahead = block.__dict__.get("_ahead")
+        if ahead is None:
+            ahead = block._ahead = any(op.name == "stablehlo.while" for op in block.ops) or sum(
+                _result_bytes(op) for op in block.ops) >= PREGENERATE_BYTES + PREGENERATE_BYTES_PER_OP * len(block.ops)
+        if not ahead or not self._fold_block(block):
+            return False
+        seen = {id(block)}
+        todo = [block]
+        while todo:
+            for op in todo.pop().ops:
+                inner = [r.blocks[0] for r in op.regions if len(r.blocks) == 1 and op.name == "stablehlo.while"]
+                callee = getattr(op.attrs.get("callee"), "name", "") if op.name == "func.call" else ""
+                f = self.module.funcs.get(callee)
+                inner += [f.body.blocks[0]] if f is not None and len(f.body.blocks) == 1 else []
+                for b in inner:
+                    if id(b) not in seen:
+                        seen.add(id(b))
+                        self._fold_block(b)
+                        todo.append(b)
+        return True
+
+    def _fold_block(self, block: Block) -> bool:
+        """Compute the folded results of ``block`` as its first step-by-step run computes them
+        (in order, each op's kernel on the folded results before it); False where one would
+        pass the deadline or the memory budget or raises (those after it are left)."""
+        registry = self.registry
+        env: dict[int, Any] = {}
+        for op, _code, _name, fn, operands, result_ids, quant, fold in self._steps(block):
+            if not fold:
+                continue
+            results = _folded_results(op, registry)
+            if results is None:
+                if (self.deadline is not None and time.monotonic() > self.deadline) or (
+                        self.max_bytes is not None and _result_bytes(op) > self.max_bytes):
+                    return False
+                try:
+                    results = self._validate(op, _run_kernel(self, op, fn, OpContext(op, self), quant,
+                                                             [env[v] for v in operands]), False)
+                except Exception:  # noqa: BLE001 - raised again where the step-by-step run reaches it
+                    return False
+                op._folded = (registry, results)
+            env.update(zip(result_ids, results))
+        return True
 
     def _steps(self, block: Block) -> tuple:
         """The block's ops as pre-bound steps, built once per block and registry:

@@ -3,6 +3,8 @@ Python function doing the same steps (see :func:`_generate`)."""
 
 from __future__ import annotations
 
+import functools
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -10,8 +12,10 @@ from typing import Any
 import numpy as np
 
 from .. import types as T
+from ..kernels import _parallel
 from ..kernels.context import OpContext
 from ..kernels.control_flow import while_ as _while_kernel
+from ..kernels.indexing import update_in_place
 from ..kernels.registry import Registry
 from ..opinfo import FastPath
 from ..program import Block, Op, Region, walk_ops
@@ -24,7 +28,7 @@ _SLOT_READERS = frozenset({"cf.cond_br", "cf.switch"})
 
 
 def _generate(region: Region, index: int, steps: tuple, lanes: bool, registry: Registry,
-              steps_of: Callable[[Block], tuple]) -> Callable:
+              steps_of: Callable[[Block], tuple], funcs: dict | None = None) -> Callable:
     """One function running block ``index`` of ``region``, generated and compiled.
 
     It does what :meth:`Engine._run_ops` does for these ``steps`` (folding
@@ -44,14 +48,19 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool, registry: R
     result check: the fast path returns what the kernel returns), and a
     ``stablehlo.while`` whose condition and body are single blocks runs as a
     Python loop over their ops in this same function (its kernel calls the
-    regions through :meth:`Engine.run_region` at every iteration).
+    regions through :meth:`Engine.run_region` at every iteration). Large
+    products of a block that do not depend on each other run at once on the
+    process's threads (:meth:`_Plan._groups`).
     """
-    plan = _Plan(region, index, steps, lanes, registry, steps_of)
+    plan = _Plan(region, index, steps, lanes, registry, steps_of, funcs or {})
     return plan.compile()
 
 
 # the built-in while kernel, which an inlined loop stands for
 _WHILE = "stablehlo.while"
+# loops inlined in one another at most this deep (each is a ``while`` block of the generated
+# function, inside its ``def``, ``try`` and ``with``; Python refuses more than 20 nested blocks)
+MAX_INLINED_NESTING = 8
 
 
 class _Plan:
@@ -75,7 +84,9 @@ class _Plan:
     that block, this op the last.
     """
 
-    def __init__(self, region, index, steps, lanes, registry, steps_of):
+    def __init__(self, region, index, steps, lanes, registry, steps_of, funcs=None):
+        self.funcs = funcs or {}  # the module's functions: calls in loops run inline (see _call_steps)
+        self.calls: dict[int, tuple] = {}  # id(func.call op) -> (callee block, its steps)
         self.region = region
         self.block = region.blocks[index]
         self.steps = steps
@@ -90,22 +101,38 @@ class _Plan:
         self._inline(self.block, steps)
         self.slots = self._slots()
         self._choose_fast()
+        self.split = self._split()
         self.reuse = self._reuse()
+        self.dead = self._dead()
+        self.inplace, self.owned = self._in_place()
 
     # planning ---------------------------------------------------------
-    def _inline(self, block: Block, steps: tuple) -> None:
-        """Mark the ops of ``block`` as run by the generated code, and find its loops to inline."""
+    def _inline(self, block: Block, steps: tuple, in_loop: bool = False, depth: int = 0) -> None:
+        """Mark the ops of ``block`` as run by the generated code, and find its loops to inline
+        (and, in their bodies, the calls to inline): loops nested at most
+        :data:`MAX_INLINED_NESTING` deep (Python compiles at most 20 nested blocks; a deeper
+        loop runs through its kernel)."""
         for op, kind, name, fn, operands, results, quant, fold in steps:
             self.own.add(id(op))
             self.defined.update(results)
-            if not self.lanes and kind == _KERNEL and name == _WHILE and fn is _while_kernel and quant is False:
+            if in_loop and kind == _CALL:
+                callee = self._call_steps(op)
+                if callee is not None:
+                    self.calls[id(op)] = callee
+                    b = callee[0]
+                    self.defined.update(b.args)
+                    self.scalar.update(v for v, ty in zip(b.args, b.arg_types) if _rank0(ty))
+                    self.scalar.update(v for v, ty in zip(results, op.result_types) if _rank0(ty))
+                    self._inline(b, callee[1], True, depth)
+            if (not self.lanes and kind == _KERNEL and name == _WHILE and fn is _while_kernel and quant is False
+                    and depth < MAX_INLINED_NESTING):
                 inner = self._loop_steps(op)
                 if inner is not None:
                     self.loops[id(op)] = inner
                     for b, s in zip((r.blocks[0] for r in op.regions), inner):
                         self.defined.update(b.args)
                         self.scalar.update(v for v, ty in zip(b.args, b.arg_types) if _rank0(ty))
-                        self._inline(b, s)
+                        self._inline(b, s, True, depth + 1)
                     self.scalar.update(v for v, ty in zip(results, op.result_types) if _rank0(ty))
 
     def _loop_steps(self, op: Op) -> tuple | None:
@@ -128,6 +155,31 @@ class _Plan:
             return None
         return tuple(out)
 
+    def _call_steps(self, op: Op) -> tuple | None:
+        """``(block, steps)`` of the function a ``func.call`` in an inlined loop calls, where the
+        call can run inline: a single block of kernels without regions (no calls, no loops),
+        ending in a return, its folded results computed, called nowhere else in this generated
+        code (its values are locals of their own). The call then costs no engine call per
+        iteration, and a ``dynamic_update_slice`` in it can write into the loop's buffer (see
+        :meth:`_in_place`); the ops are those the call runs, in its order."""
+        func = self.funcs.get(getattr(op.attrs.get("callee"), "name", None))
+        if func is None or len(func.body.blocks) != 1:
+            return None
+        block = func.body.blocks[0]
+        if any(id(step[0]) in self.own for step in self.steps_of(block)):
+            return None
+        steps = self.steps_of(block)
+        if not steps or steps[-1][1] != _RETURN or len(block.args) != len(op.operands):
+            return None
+        for o, kind, name, fn, operands, results, quant, fold in steps[:-1]:
+            if kind != _KERNEL or fn is None or o.regions or quant is not False:
+                return None
+            if fold and _folded_results(o, self.registry) is None:
+                return None
+        if len(steps[-1][4]) != len(op.results):
+            return None
+        return block, steps
+
     def _slots(self) -> set[int]:
         """Values of the generated code that something else reads from the slot dictionary."""
         used: set[int] = set()
@@ -136,8 +188,15 @@ class _Plan:
                 used.update(op.operands)
         return self.defined & used
 
-    def _all_steps(self):
-        """(block, position, step) of every step the generated code runs, in order."""
+    def _all_steps(self) -> list:
+        """(block, position, step) of every step the generated code runs, in order (listed once:
+        the loops and calls to inline are known, and the planning reads it many times)."""
+        listed = self.__dict__.get("_listed")
+        if listed is None:
+            listed = self._listed = list(self._walk_steps())
+        return listed
+
+    def _walk_steps(self):
         def walk(block, steps):
             for pos, step in enumerate(steps):
                 yield block, pos, step
@@ -145,6 +204,9 @@ class _Plan:
                 if inner is not None:
                     for r, s in zip(step[0].regions, inner):
                         yield from walk(r.blocks[0], s)
+                callee = self.calls.get(id(step[0]))
+                if callee is not None:
+                    yield from walk(*callee)
         return walk(self.block, self.steps)
 
     def _choose_fast(self) -> None:
@@ -180,6 +242,25 @@ class _Plan:
             if id(op) in self.fast and _rank0(op.result_types[0]):
                 self.scalar.add(op.results[0])
 
+    def _split(self) -> dict[int, Callable]:
+        """id(op) -> its fast path run in pieces on the process's threads (:func:`_in_pieces`):
+        the fast paths of element-wise ops (a ufunc, ``out``, or the fast path of an op of
+        :data:`ELEMENTWISE`) whose operands all have the result's shape, on results of at least
+        :data:`SPLIT_MIN_UFUNC` (ufuncs: a pass over memory) or :data:`SPLIT_MIN` elements
+        (the others compute in a wider type, through tables or the kernel's own function)."""
+        out: dict[int, Callable] = {}
+        for _, _, (op, *_rest) in self._all_steps():
+            fp = self.fast.get(id(op))
+            if fp is None or fp.view or not (fp.out or op.name in ELEMENTWISE):
+                continue
+            ty = op.result_types[0]
+            shape = tuple(ty.shape)
+            if (ty.num_elements() or 0) < (SPLIT_MIN_UFUNC if fp.out else SPLIT_MIN) or any(
+                    not isinstance(t, T.TensorType) or tuple(t.shape) != shape for t in op.operand_types):
+                continue
+            out[id(op)] = _in_pieces(fp, shape, ty.dtype)
+        return out
+
     def _reuse(self) -> dict[int, int]:
         """id(op) -> the operand whose buffer the op's ufunc writes its result into."""
         out: dict[int, int] = {}
@@ -209,6 +290,170 @@ class _Plan:
                     break
         return out
 
+    def _dead(self) -> dict[int, tuple[int, ...]]:
+        """id(op) of the block's own steps -> the locals to release after it: the values of the
+        generated code whose last reader it is (a read inside an inlined loop counts as a read
+        by the loop), and after a loop the values defined inside it. Without this a block keeps
+        every value it computed until it returns: a large model's first run then touches
+        gigabytes of fresh pages (the slot dictionary of a step-by-step run keeps them too)."""
+        last: dict[int, int] = {}
+        inner: dict[int, set[int]] = {}
+        top = None
+        for block, _pos, (op, *_rest) in self._all_steps():
+            if block is self.block:
+                top = id(op)
+            else:
+                inner.setdefault(top, set()).update(block.args)
+                inner[top].update(op.results)
+            for v in op.operands:
+                last[v] = top
+        out: dict[int, set[int]] = {k: set(vs) for k, vs in inner.items()}
+        for v, at in last.items():
+            if v in self.defined:
+                out.setdefault(at, set()).add(v)
+        return {k: tuple(sorted(vs)) for k, vs in out.items()}
+
+    def _in_place(self) -> tuple[dict[int, Callable], dict[int, set[int]]]:
+        """The ``dynamic_update_slice`` ops (spec.md#dynamic_update_slice) that write into their
+        operand's buffer (id(op) -> :func:`~..kernels.indexing.update_in_place`), and per inlined
+        loop the carried values whose buffer is the loop's own (id(loop) -> positions: copied
+        once as the loop starts, the kernel's copy of the operand, never the caller's array or a
+        constant).
+
+        Chosen where the update takes a loop's carried value ``k`` and gives the body's ``k``-th
+        result, through inlined calls (:meth:`_call_steps`) passing them along, each of these
+        values read once (by the next op of the chain: nothing else reads the buffer before or
+        after the update, no view of it exists), none read from the slot dictionary, and the
+        condition not reading ``k``: the buffer then holds only the last iteration's value, and
+        writing the update into it gives the bits the kernel's copy holds. Scans that stack
+        their outputs (``lax.scan``: a ``dynamic_update_slice`` per step) then cost the update,
+        not a copy of the whole stack per iteration.
+        """
+        inplace: dict[int, Callable] = {}
+        owned: dict[int, set[int]] = {}
+        if self.lanes:
+            return inplace, owned
+        arg_of: dict[int, tuple] = {}  # value -> (op owning the block, which block, position)
+        ret_of: dict[int, tuple] = {}  # id(return op) -> (op owning the block, which block)
+        for block, _pos, (op, kind, *_rest) in self._all_steps():
+            for which, b in self._inlined_blocks(op):
+                arg_of.update((v, (op, which, j)) for j, v in enumerate(b.args))
+                last = b.ops[-1] if b.ops else None
+                if last is not None:
+                    ret_of[id(last)] = (op, which)
+
+        def sole(v):
+            rs = self.readers.get(v, ())
+            return rs[0] if len(rs) == 1 and v not in self.slots else None
+
+        for _b, _pos, (op, *_rest) in self._all_steps():
+            fp = self.fast.get(id(op))
+            if op.name != "stablehlo.dynamic_update_slice" or fp is None or not fp.fresh:
+                continue
+            r = op.results[0]  # forward: to the body's return
+            while (x := sole(r)) is not None and id(x) in ret_of and ret_of[id(x)][1] == "call":
+                r = ret_of[id(x)][0].results[x.operands.index(r)]
+            if x is None or ret_of.get(id(x), (None, None))[1] != "body":
+                continue
+            loop = ret_of[id(x)][0]
+            k = x.operands.index(r)
+            b, reader = op.operands[0], op  # backward: to the body's argument k
+            while sole(b) is reader and b in arg_of and arg_of[b][1] == "call":
+                reader = arg_of[b][0]
+                b = reader.operands[arg_of[b][2]]
+            cond, body = (rg.blocks[0] for rg in loop.regions)
+            if (sole(b) is not reader or arg_of.get(b) != (loop, "body", k) or cond.args[k] in self.readers
+                    or cond.args[k] in self.slots):
+                continue
+            inplace[id(op)] = update_in_place(op)
+            owned.setdefault(id(loop), set()).add(k)
+        return inplace, owned
+
+    def _inlined_blocks(self, op: Op):
+        """(``"cond"`` / ``"body"`` / ``"call"``, block) of the blocks ``op`` runs inline."""
+        if id(op) in self.loops:
+            return tuple(zip(("cond", "body"), (rg.blocks[0] for rg in op.regions)))
+        if id(op) in self.calls:
+            return (("call", self.calls[id(op)][0]),)
+        return ()
+
+    def _groups(self, steps: tuple) -> tuple[dict[int, list[int]], set[int], dict[int, int]]:
+        """Products of ``steps`` (one block) computed at once on the process's threads
+        (:func:`_group`): ``(anchors, members, held)``, ``anchors``: position -> the positions
+        of a group's products (in program order), emitted just before the step at that
+        position; ``members``: the positions of every product of a group; ``held``: value ->
+        anchor, operands of a product computed later than its own position (kept until then).
+
+        A product is a ``dot_general`` (spec.md#dot_general) with a fast path, of at least
+        :data:`GROUP_MIN_MACS` multiply-adds: at least tens of microseconds of one BLAS call,
+        which pays for handing it to another thread. A product can run anywhere from the
+        step after its operands' last definition in the block (``ready``) to the first step
+        reading one of its results, in its nested regions included (``first``): ops are pure,
+        so computing it there gives the same values, and every other op keeps its order. A
+        group is the products whose ranges share a position (no path through the block's ops
+        can then join two of them), chosen greedily by the earliest ``first``. Each product is
+        the same call as on its own (the same BLAS call on one BLAS thread), so the results are
+        the same bit for bit. Only in the plain variants without lanes, where
+        :func:`~..kernels._parallel.threads` is above 1 (the ``full`` variant runs step by step,
+        and takes over a run where a product of a group fails: the error is then the one of the
+        first op failing in program order)."""
+        if self.lanes or self.full or _parallel.threads() < 2:
+            return {}, set(), {}
+        limit, defined, first = len(steps), {}, {}
+        for j, (op, kind, name, fn, operands, results, *_rest) in enumerate(steps):
+            if limit == len(steps) and (kind not in (_KERNEL, _CALL) or (kind == _KERNEL and fn is None)):
+                limit = j  # the terminator, or an op without a kernel: groups come before it
+            for v in _uses(op):
+                first.setdefault(v, j)
+            defined.update((v, j) for v in results)
+        spans = []
+        for j, (op, kind, name, fn, operands, results, quant, fold) in enumerate(steps[:limit]):
+            if (kind != _KERNEL or fold or name != "stablehlo.dot_general" or id(op) not in self.fast
+                    or id(op) in self.reuse or id(op) in self.inplace or id(op) in self.split
+                    or _macs(op) < GROUP_MIN_MACS):
+                continue
+            ready = max((defined.get(v, -1) + 1 for v in operands), default=0)
+            spans.append((min((first.get(v, limit) for v in results), default=limit), ready, j))
+        anchors: dict[int, list[int]] = {}
+        taken: set[int] = set()
+        for end, _ready, j in sorted(spans):
+            if j in taken:
+                continue
+            group = [j]
+            for _e, _r, m in sorted((s for s in spans if s[2] not in taken and s[1] <= end <= s[0]),
+                                    key=lambda s: s[2]):
+                if m != j and not any(_reads(steps[m], steps[k]) or _reads(steps[k], steps[m]) for k in group):
+                    group.append(m)  # (a product reading another's result at the anchor stays out)
+            group.sort()
+            if len(group) > 1 and end not in anchors:
+                anchors[end] = group
+                taken.update(group)
+        held: dict[int, int] = {}
+        for a, group in anchors.items():
+            for m in group:
+                if m < a:
+                    for v in steps[m][4]:
+                        held[v] = max(held.get(v, a), a)
+        return anchors, taken, held
+
+    def _emit_group(self, group: list, release, code: list[str]) -> None:
+        """The products of a group (:meth:`_groups`) computed at once, the largest first (the
+        threads each take the next one when free: the work is then spread evenly), their results
+        bound and stored, then the values held for them released."""
+        calls = []
+        group = sorted(group, key=lambda step: -_macs(step[0]))
+        for op, kind, name, fn, operands, results, quant, fold in group:
+            fp = self.fast[id(op)]
+            key = f"P{len(self.ns)}"
+            self.ns[key] = fp.call
+            calls.append(f"({key}, ({self.refs(operands, raw=fp.out or fp.scalars)}))")
+        outs = [op_results[0] for _op, _k, _n, _f, _o, op_results, *_r in group]
+        code.append(f"{''.join(f'v{v}, ' for v in outs)}= _group({', '.join(calls)})")
+        self.store(outs, code)
+        release = [v for v in release if v not in self.consts]
+        if release:
+            code.append(" = ".join([f"v{v}" for v in release] + ["None"]))
+
     # emitting ---------------------------------------------------------
     def compile(self) -> Callable:
         """The function's source, compiled: ``plain`` (without a profile, under a budget no op
@@ -216,11 +461,15 @@ class _Plan:
         an inlined loop); where a run has a profile or a smaller memory budget, ``full`` (every
         op checks the deadline and the memory budget and counts itself in the profile), the
         same steps, generated and compiled the first time a run needs it (it is most of the
-        source, and most runs never need it)."""
+        source, and most runs never need it). The plain steps come in two variants, each
+        compiled the first time a run needs it: ``timed`` for an engine with a deadline, and
+        ``untimed`` without the deadline's checks (which are half the source, and as much of
+        the time compiling it, where a first run generates a large block), handing a run over
+        to ``timed`` where the engine has been given a deadline since."""
         self.ns: dict[str, Any] = {
             "nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic, "_clock": time.perf_counter,
             "_late": _late, "_unsupported": _unsupported, "_run_kernel": _run_kernel, "_A": np.asarray,
-            "_ignore": np.errstate}
+            "_ignore": np.errstate, "_own": _own, "_group": _group, "_Ungrouped": _Ungrouped}
         self.consts: set[int] = set()
         self.make: dict[str, None] = {}  # lines of make(), in order
         self.located: dict[int, tuple[Op, int]] = {}
@@ -242,9 +491,25 @@ class _Plan:
         self.ns["_make_full"] = make_full
         switch = [f"if prof is not None or (max_bytes is not None and max_bytes < {budget}):",
                   "    if not full: full.append(_make_full()(eng))", "    return full[0](env, args)"]
-        return self._compile_variant(False, "make", switch)
+        to_timed = ["if deadline is not None:", "    if not timed: timed.append(_make_timed()(eng))",
+                    "    return timed[0](env, args)"]
+        variants: dict[bool, Callable] = {}
 
-    def _compile_variant(self, full: bool, name: str, switch: tuple = ()) -> Callable:
+        def variant(timed: bool) -> Callable:
+            if timed not in variants:
+                self.timed = timed
+                variants[timed] = self._compile_variant(
+                    False, "make" if timed else "make_untimed", switch + ([] if timed else to_timed))
+            return variants[timed]
+
+        self.ns["_make_timed"] = lambda: variant(True)
+
+        def make(eng) -> Callable:
+            return variant(eng.deadline is not None)(eng)
+
+        return make
+
+    def _compile_variant(self, full: bool, name: str, switch: list | tuple = ()) -> Callable:
         """``name(eng) -> run(env, args)``: the block's steps, ``full`` or plain (see
         :meth:`compile`); ``switch``: lines run first (the plain variant hands a run that needs
         the full one over to it)."""
@@ -260,11 +525,15 @@ class _Plan:
             head.append(f"{', '.join(f'v{v}' for v in block.args)}, = args")
             head.extend(f"env[{v}] = v{v}" for v in block.args if v in self.slots)
         src = "\n".join(
-            [f"def {name}(eng):"] + [f"    {line}" for line in self.make] + ["    full = []", "    def run(env, args):",
+            [f"def {name}(eng):"] + [f"    {line}" for line in self.make] + ["    full, timed = [], []",
+                                                                            "    def run(env, args):",
              "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile"]
-            + [f"        {line}" for line in switch] + ["        _i = -1", "        try:"]
+            + [f"        {line}" for line in switch] + ["        _i, _checked = -1, len(eng.checks)", "        try:"]
             + [f"            {line}" for line in head + code]
-            + ["        except Exception as e:", "            _fail(_i, e)", "            raise",
+            # a product of a group failed: step by step from the start, without the checks recorded so far
+            + ["        except _Ungrouped:", "            del eng.checks[_checked:]",
+               "        except Exception as e:", "            _fail(_i, e)", "            raise",
+               "        if not full: full.append(_make_full()(eng))", "        return full[0](env, args)",
                "    return run"])
         exec(compile(src, f"<block {block.ops[0].loc if block.ops else '?'}>", "exec"), self.ns)
         return self.ns[name]
@@ -297,9 +566,19 @@ class _Plan:
         the loop when false, ``body`` assigns ``carry`` (the condition's arguments)."""
         lanes, full = self.lanes, self.full
         late = "if deadline is not None and _mono() > deadline: _late(o{})"
-        if mode != "body" and not full and steps:
+        timed = full or self.timed
+        if mode != "body" and not full and steps and timed:
             code.append(late.format(self.n))  # once per run of the block, per iteration of a loop
-        for op, kind, name, fn, operands, results, quant, foldable in steps:
+        dead: tuple = ()
+        anchors, members, held = self._groups(steps)
+        pending: dict[int, list[int]] = {}  # anchor -> the values to release after its group
+        for j, (op, kind, name, fn, operands, results, quant, foldable) in enumerate(steps):
+            dead = _hold(dead, held, j, pending)
+            if dead:  # the values the step before read last (None: bound or not, as loops leave them)
+                code.append(" = ".join([f"v{v}" for v in dead] + ["None"]))
+            if j in anchors:
+                self._emit_group([steps[m] for m in anchors[j]], pending.pop(j, ()), code)
+            dead = tuple(v for v in self.dead.get(id(op), ()) if v not in self.consts) if mode == "top" else ()
             i = self.n
             self.n += 1
             self.ns[f"o{i}"] = op
@@ -308,7 +587,7 @@ class _Plan:
             if kind == _RETURN:
                 if mode == "cond":
                     code += [f"if not {self.ref(operands[0], raw=True)}:", "    break"]
-                elif mode == "body":
+                elif mode in ("body", "call"):  # a call inline: ``carry`` are the call's results
                     _assign(carry, self.refs(operands, raw=True), code)
                     self.store(carry, code)
                 else:
@@ -323,8 +602,15 @@ class _Plan:
                          f"_, s, a = eng.{'_cond_br' if kind == _COND_BR else '_switch'}(o{i}, env)",
                          "return s, a"]
                 break
-            if not full and not foldable:
+            if not full and not foldable and timed:
                 code.append(late.format(i))
+            if j in members:  # computed with its group (see _groups)
+                continue
+            callee = self.calls.get(id(op)) if kind == _CALL else None
+            if callee is not None:
+                _assign(callee[0].args, self.refs(operands, raw=True), code)
+                self._emit(callee[1], code, "call", results)
+                continue
             if kind == _CALL:
                 self.located[i] = (op, kind)
                 code += [f"_i = {i}",
@@ -359,7 +645,7 @@ class _Plan:
                 if form is not None:
                     code.append(f"v{results[0]} = " + form.format(*(self.ref(v, raw=True) for v in operands)))
                 else:
-                    self.ns[f"X{i}"] = fp.call
+                    self.ns[f"X{i}"] = self.inplace.get(id(op)) or self.split.get(id(op), fp.call)
                     into = self.reuse.get(id(op))
                     args = self.refs(operands, raw=fp.out or fp.scalars) + (f"out=v{into}" if into is not None else "")
                     code.append(f"v{results[0]} = X{i}({args})")
@@ -399,6 +685,8 @@ class _Plan:
         (cond, body) = (r.blocks[0] for r in op.regions)
         carry = tuple(cond.args)
         _assign(carry, self.refs(op.operands, raw=True), code)
+        for k in sorted(self.owned.get(id(op), ())):  # a buffer the loop updates in place: its own
+            code.append(f"v{carry[k]} = _own(v{carry[k]})")
         self.store(carry, code)
         code.append("while True:")
         inner: list[str] = []
@@ -433,6 +721,147 @@ def _scalar_form(op: Op, fp: FastPath) -> str | None:
     if form is None or any(t.dtype not in _OPERATOR_TYPES for t in op.operand_types):
         return None
     return form
+
+
+# the element-wise ops of spec.md (each result element a function of the operands' elements at
+# its index): their fast paths compute each element of a block of their operands as of the
+# whole operands (as the kernels do)
+ELEMENTWISE = frozenset("stablehlo." + n for n in (
+    "abs add and atan2 cbrt ceil clamp compare complex convert cosine count_leading_zeros divide "
+    "exponential exponential_minus_one floor imag is_finite log log_plus_one logistic maximum "
+    "minimum multiply negate not or popcnt power real reduce_precision remainder round_nearest_afz "
+    "round_nearest_even rsqrt select shift_left shift_right_arithmetic shift_right_logical sign "
+    "sine sqrt subtract tan tanh xor").split()) | {"mhlo.convert"}
+
+# least result elements of an element-wise fast path run in pieces on several threads. Measured
+# on 2 cores (idle): a pass over 1M f32 elements (multiply, 4 MiB an operand) or a 1M-element
+# exp gains nothing (the hand-off and the shared cache eat the second core: whole models ran
+# 20 to 35% slower with pieces from 128k elements), a 4M-element multiply or exp 1.5x to 1.9x
+SPLIT_MIN_UFUNC = 1 << 22
+SPLIT_MIN = 1 << 22
+# blocks per thread: a thread slowed by other work on its core leaves its blocks to the others
+BLOCKS_PER_THREAD = 4
+
+
+def _in_pieces(fp: FastPath, shape: tuple, dt: np.dtype) -> Callable:
+    """``fp.call`` computing its result block by block (:func:`~..kernels._parallel.blocks`),
+    the blocks on :func:`~..kernels._parallel.threads` threads at once: each block is the same
+    call on the operands' blocks at the same index (an element-wise op: each element as the
+    call on the whole operands computes it, bit for bit). On one thread, where an operand is
+    not an array of the result's shape, or while threads do not pay (the other cores busy with
+    other work, :func:`~..kernels._parallel.paying`), ``fp.call`` itself.
+
+    The result has the layout the call on the whole operands gives it: ``out`` where given;
+    else a new C-ordered array, used only where the whole call's result is C-ordered too (a
+    ufunc of one operand in C order, or of two operands either in C order: NumPy's choice of
+    output layout; any other call where every operand is in C order or a broadcast scalar,
+    strides all 0, which NumPy's choice of layout leaves out, and one is in C order): an op that
+    reads it (a BLAS product) then sees the same strides (``tests/test_fast_threads.py``)."""
+    call, ufunc = fp.call, fp.out
+    memo: dict[int, list] = {}
+
+    def pieces(*xs, out=None):
+        n = _parallel.threads()
+        if (n < 2 or whole or any(x.__class__ is not np.ndarray or x.shape != shape for x in xs)
+                or not _parallel.paying()):
+            return call(*xs) if out is None else call(*xs, out=out)
+        if out is None:
+            c = [x.flags.c_contiguous for x in xs]
+            if not (any(c) and (ufunc and len(xs) <= 2 or all(k or not any(x.strides) for k, x in zip(c, xs)))):
+                return call(*xs)
+            out = np.empty(shape, dt)
+        idx = memo.get(n)
+        if idx is None:
+            idx = memo[n] = _parallel.blocks(shape, n * BLOCKS_PER_THREAD)
+        if ufunc:
+            _parallel.run([lambda s=s: call(*(x[s] for x in xs), out=out[s]) for s in idx])
+            return out
+        try:
+            _parallel.run([lambda s=s: _into(out[s], call(*(x[s] for x in xs))) for s in idx])
+        except Exception:  # noqa: BLE001 - a call made for the whole shape only (or one that
+            whole.append(True)  # raises): from now on the whole call, as without threads
+            return call(*xs)  # (the blocks wrote only `out`)
+        return out
+
+    whole: list = []
+    return pieces
+
+
+class _NotElementwise(Exception):
+    """A fast path's call on a block returned no block of the result's type."""
+
+
+def _into(dst: np.ndarray, r) -> None:
+    if r.__class__ is not np.ndarray or r.shape != dst.shape or r.dtype != dst.dtype:
+        raise _NotElementwise()
+    dst[...] = r
+
+
+# the least multiply-adds of a product computed at once with others (see _Plan._groups): about
+# 20 microseconds of one f32 BLAS call; below, handing it to another thread costs about what
+# it saves (measured: three 1M-multiply-add products take about as long on 2 threads as on one)
+GROUP_MIN_MACS = 1 << 20
+
+
+class _Ungrouped(Exception):
+    """A product of a group failed: the block's run is handed to its step-by-step variant."""
+
+
+def _group(*calls) -> list:
+    """``[f(*args) for f, args in calls]``: the products of a group (:meth:`_Plan._groups`),
+    at once on :func:`~..kernels._parallel.threads` threads while threads pay for products
+    (:func:`~..kernels._parallel.paying` of :data:`~..kernels._parallel.PRODUCTS`), else one
+    after the other. Where one fails,
+    :class:`_Ungrouped` (the block then runs step by step, which raises the error the first
+    failing op in program order raises)."""
+    try:
+        if _parallel.threads() > 1 and _parallel.paying(_parallel.PRODUCTS):
+            return _parallel.run([functools.partial(f, *args) for f, args in calls], _parallel.PRODUCTS)
+        return [f(*args) for f, args in calls]
+    except Exception as e:
+        raise _Ungrouped() from e
+
+
+def _hold(dead: tuple, held: dict, j: int, pending: dict) -> tuple:
+    """The values of ``dead`` to release before step ``j``: those a group emitted at ``j``
+    or later still reads go to ``pending`` (released after the group)."""
+    out = []
+    for v in dead:
+        if held.get(v, -1) >= j:
+            pending.setdefault(held[v], []).append(v)
+        else:
+            out.append(v)
+    return tuple(out)
+
+
+def _reads(step: tuple, other: tuple) -> bool:
+    """Whether the op of ``step`` reads a result of the op of ``other``."""
+    return not set(step[4]).isdisjoint(other[5])
+
+
+def _uses(op: Op) -> set[int]:
+    """The values ``op`` reads, in its nested regions included."""
+    out = set(op.operands)
+    for r in op.regions:
+        for o in walk_ops(r):
+            out.update(o.operands)
+    return out
+
+
+def _macs(op: Op) -> int:
+    """The multiply-adds of a ``dot_general`` of static shapes (0 where not static)."""
+    lt, rt = op.operand_types
+    if not all(isinstance(t, T.TensorType) and t.is_static for t in (lt, rt, op.result_types[0])):
+        return 0
+    dn = op.attr("dot_dimension_numbers")
+    contracting = dn.get("lhs_contracting_dimensions", ())
+    return math.prod(op.result_types[0].shape) * math.prod(lt.shape[int(d)] for d in contracting)
+
+
+def _own(x) -> np.ndarray:
+    """A C-ordered copy of ``x``: the buffer an inlined loop updates in place (see
+    :meth:`_Plan._in_place`), as the kernel's copy of the operand."""
+    return np.array(x, order="C")
 
 
 def _assign(targets, exprs: str, code: list[str]) -> None:

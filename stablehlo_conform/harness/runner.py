@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
+from ..kernels import _parallel
 from .backends.native import on_client_start
 from .cases import Options, run_file
 from .result import base_record
@@ -54,10 +55,14 @@ def die_with_parent(parent_pid: int | None = None) -> None:
         os._exit(1)
 
 
-def _worker_main(conn, opts: Options, parent_pid: int | None = None, keep: bool = False) -> None:  # in the child
+def _worker_main(conn, opts: Options, parent_pid: int | None = None, keep: bool = False,
+                 threads: int | None = None) -> None:  # in the child
     import sys
 
     die_with_parent(parent_pid)
+    if threads is not None:  # its share of the cores (see Runner._spawn)
+        _parallel.set_threads(threads)
+    _parallel.start()  # the op threads' stacks, before any test's memory budget
     try:
         os.setpgid(0, 0)  # a group of its own: the parent kills it with everything it started
     except OSError:
@@ -130,8 +135,9 @@ class Runner:
 
     def _spawn(self) -> _Worker:
         parent, child = self.ctx.Pipe()
-        p = self.ctx.Process(target=_worker_main, args=(child, self.opts, os.getpid(), self.pool is not None),
-                             daemon=True)
+        # each of the jobs workers runs an op's pieces on its share of the cores: never more threads than cores
+        p = self.ctx.Process(target=_worker_main, daemon=True,
+                             args=(child, self.opts, os.getpid(), self.pool is not None, _parallel.share(self.jobs)))
         # the spawned interpreter starts with ``-c``: keep the current folder off sys.path
         old = os.environ.get("PYTHONSAFEPATH")
         os.environ["PYTHONSAFEPATH"] = "1"
