@@ -3,6 +3,12 @@
 
     python scripts/bench_models.py [--repeat 5] [--no-reference] [--only rnn_while,...] [--startup-runs 3]
     python scripts/bench_models.py --zoo [--only resnet50,...]     # the model zoo (testsuite/models)
+    python scripts/bench_models.py --shapes large [--only scan_stack,...]  # batch >= 16, hidden >= 128
+
+``--shapes large``: the same kinds of program at realistic sizes (batch 16 or more, hidden
+sizes 128 or more), with a scan stacking its outputs (``lax.scan``: a ``dynamic_update_slice``
+per step), a recurrent loop and a chain of int8 products; the tiny default shapes measure
+mostly the engine's per-op cost.
 
 Each program is exported with ``jax.jit(f).lower(...).as_text()`` and run on
 the same inputs by this package's numpy engine and by XLA's CPU compiler,
@@ -49,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 
-def _programs():
+def _programs(shapes: str = "small"):
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -104,6 +110,9 @@ def _programs():
         spec = jnp.abs(jnp.fft.rfft(x, axis=-1))
         return jnp.cumsum(spec, axis=-1), lax.cummax(x, axis=1)
 
+    if shapes == "large":
+        return _large_programs(f32, rng, mlp, cnn, layernorm_gelu, rnn, embedding, topk_sort, bf16_mlp,
+                               int8_matmul, rfft_cumsum)
     return [
         ("mlp", mlp, (f32(64, 256), f32(256, 256), f32(256, 10))),
         ("cnn", cnn, (f32(4, 32, 32, 16), f32(3, 3, 16, 32))),
@@ -119,6 +128,55 @@ def _programs():
         ("int8_matmul", int8_matmul, (f32(256, 256), rng.integers(-127, 128, (256, 256)).astype(np.int8),
                                       np.float32(0.01) * np.ones((1, 256), np.float32))),
         ("rfft_cumsum", rfft_cumsum, (f32(64, 1024),)),
+    ]
+
+
+def _large_programs(f32, rng, mlp, cnn, layernorm_gelu, rnn, embedding, topk_sort, bf16_mlp, int8_matmul,
+                    rfft_cumsum):
+    """The programs of ``--shapes large``: batch >= 16, hidden >= 128."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def attention(q, k, v):  # batched heads
+        s = jnp.einsum("bqd,bkd->bqk", q, k) / np.sqrt(q.shape[-1]).astype(np.float32)
+        return jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(s, axis=-1), v)
+
+    def scan_stack(h, xs, w, u):  # outputs stacked by dynamic_update_slice, one per step
+        def step(h, x):
+            h = jnp.tanh(h @ w + x @ u)
+            return h, h
+        return lax.scan(step, h, xs)
+
+    def int8_chain(x, w1, w2, s1, s2):
+        def quant(a):
+            scale = jnp.max(jnp.abs(a), axis=-1, keepdims=True) / 127.0
+            return jnp.clip(jnp.round(a / scale), -127, 127).astype(jnp.int8), scale
+        xq, xs = quant(x)
+        h = jax.nn.relu(lax.dot(xq, w1, preferred_element_type=jnp.int32).astype(jnp.float32) * xs * s1)
+        hq, hs = quant(h)
+        return lax.dot(hq, w2, preferred_element_type=jnp.int32).astype(jnp.float32) * hs * s2
+
+    def i8(*shape):
+        return rng.integers(-127, 128, shape).astype(np.int8)
+
+    small = 0.1  # contractive recurrences (see rnn_while of the small shapes)
+    return [
+        ("mlp", mlp, (f32(128, 512), f32(512, 512), f32(512, 128))),
+        ("cnn", cnn, (f32(16, 32, 32, 32), f32(3, 3, 32, 64))),
+        ("attention", attention, (f32(16, 128, 64), f32(16, 128, 64), f32(16, 128, 64))),
+        ("layernorm_gelu", layernorm_gelu, (f32(16 * 128, 768), f32(768), f32(768))),
+        ("rnn_while", rnn, (f32(16, 128), f32(64, 16, 128), small * f32(128, 128), small * f32(128, 128))),
+        ("scan_stack", scan_stack, (f32(16, 128), f32(64, 16, 128), small * f32(128, 128), small * f32(128, 128))),
+        ("embedding", embedding, (f32(30000, 128), rng.integers(0, 30000, 16 * 128).astype(np.int32),
+                                  f32(16 * 128, 128))),
+        ("topk_sort", topk_sort, (f32(16, 4096),)),
+        ("bf16_mlp", bf16_mlp, (f32(128, 512), f32(512, 512), f32(512, 128))),
+        ("int8_matmul", int8_matmul, (f32(128, 512), i8(512, 512), np.float32(0.01) * np.ones((1, 512), np.float32))),
+        ("int8_chain", int8_chain, (f32(128, 512), i8(512, 512), i8(512, 256),
+                                    np.float32(0.01) * np.ones((1, 512), np.float32),
+                                    np.float32(0.01) * np.ones((1, 256), np.float32))),
+        ("rfft_cumsum", rfft_cumsum, (f32(16, 4096),)),
     ]
 
 
@@ -302,6 +360,8 @@ def main() -> int:
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated program names")
     ap.add_argument("--zoo", action="store_true", help="the model zoo's programs on their recipes' inputs")
+    ap.add_argument("--shapes", choices=("small", "large"), default="small",
+                    help="the programs' sizes: tiny (default), or batch >= 16 and hidden >= 128")
     ap.add_argument("--startup-runs", type=int, default=3, help="fresh processes per start-up line (0: none)")
     ap.add_argument("--startup-child", metavar="DIR", help=argparse.SUPPRESS)
     ap.add_argument("--no-jax", action="store_true", help=argparse.SUPPRESS)
@@ -312,14 +372,14 @@ def main() -> int:
 
     only = {s for s in args.only.split(",") if s}
     names = ({p.name.split(".")[0] for p in ZOO.glob("*.recipe.json")} if args.zoo
-             else {name for name, _f, _i in _programs()})
+             else {name for name, _f, _i in _programs(args.shapes)})
     unknown = only - names
     if unknown:
         ap.error(f"unknown program(s): {', '.join(sorted(unknown))}")
     rows = []
     programs = []
     source = ((n, (lambda t=t: t), i) for n, t, i in _zoo_programs() if not only or n in only) if args.zoo else (
-        (n, (lambda f=f, i=i: jax.jit(f).lower(*i).as_text()), i) for n, f, i in _programs())
+        (n, (lambda f=f, i=i: jax.jit(f).lower(*i).as_text()), i) for n, f, i in _programs(args.shapes))
     for name, text_of, inputs in source:
         if only and name not in only:
             continue

@@ -70,13 +70,22 @@ def test_readme_is_short_and_says_how_to_install_activate_and_test():
     text = README.read_text()
     assert len(text.splitlines()) <= 150
     headings = re.findall(r"^## (.+)$", text, re.M)
-    assert headings[:4] == ["Install", "First run", "Gate a plugin", "Where to read on"], headings
+    assert headings[:5] == ["Install", "First run", "Gate a plugin", "Speed", "Where to read on"], headings
     assert "```sh\nscripts/dev.sh run\n```" in text and "```sh\nscripts/dev.sh test\n```" in text
     assert (ROOT / ".ci" / "run").read_text().rstrip().splitlines()[-1] == "scripts/dev.sh test"
     assert "source .venv/bin/activate" in _sh_lines(text)
     assert re.search(r"tests take about \d+ to \d+ minutes on a 2-core machine", text)
     assert "pjrt:gpu" not in text
 
+
+def test_readme_shows_the_zoo_benchmark_for_every_model():
+    """The Speed section: the benchmark's command and a row per zoo model, warm and cold."""
+    text = README.read_text()
+    speed = text[text.index("## Speed"):text.index("## Where to read on")]
+    assert "scripts/bench_models.py --zoo" in speed
+    models = sorted(p.name.split(".")[0] for p in (ROOT / "testsuite" / "models").glob("*.recipe.json"))
+    rows = re.findall(r"^\| (\w+) \| [\d.]+ ms \| [\d.]+ ms \| [\d.]+x \| [\d.]+x \|$", speed, re.M)
+    assert len(models) >= 20 and rows == models
 
 def test_readme_links_resolve_and_reach_every_page_of_the_site():
     """Every relative link of the README names an existing file (and, for a
