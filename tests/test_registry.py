@@ -119,6 +119,27 @@ def test_duplicates_and_unknown_facts_are_refused():
         reg.declare("y.op", accuracy="roughly")
 
 
+
+def test_custom_call_targets_are_registered_once():
+    """A custom_call target or prefix given a second function is refused, as a second kernel
+    is (none of the names is then added), and the tables cannot be written to by hand."""
+    from stablehlo_conform.kernels import custom_call as CC
+
+    load_all()
+    eq, mhlo = CC.TARGETS["check.eq"], CC.PREFIXES["mhlo."]
+
+    def other(op, *xs):
+        return ()
+
+    with pytest.raises(ValueError, match="custom_call target 'check.eq' registered twice"):
+        CC.custom_target("x.new_target", "check.eq")(other)
+    with pytest.raises(ValueError, match="custom_call prefix 'mhlo.' registered twice"):
+        CC.custom_prefix("mhlo.")(other)
+    with pytest.raises(TypeError):
+        CC.TARGETS["check.eq"] = other
+    assert CC.TARGETS["check.eq"] is eq and CC.PREFIXES["mhlo."] is mhlo and "x.new_target" not in CC.TARGETS
+    CC.custom_target("check.eq")(eq)  # the same function again is no conflict
+
 def test_overrides_replace_the_kernel_and_keep_the_facts(new_op):
     def other(op, x):
         return (np.zeros_like(x),)

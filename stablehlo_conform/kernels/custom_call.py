@@ -9,26 +9,45 @@ An unknown target makes the test ``unsupported``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from .registry import kernel
 
-TARGETS: dict[str, Callable[..., tuple]] = {}
-PREFIXES: dict[str, Callable[..., tuple]] = {}  # targets named by a prefix (``mhlo.``)
+_TARGETS: dict[str, Callable[..., tuple]] = {}
+_PREFIXES: dict[str, Callable[..., tuple]] = {}
+TARGETS: Mapping[str, Callable[..., tuple]] = MappingProxyType(_TARGETS)
+"""Target name -> function, read-only: targets are added by :func:`custom_target` only."""
+PREFIXES: Mapping[str, Callable[..., tuple]] = MappingProxyType(_PREFIXES)
+"""Targets named by a prefix (``mhlo.``), read-only: added by :func:`custom_prefix` only."""
+
+
+def _refuse_twice(table: Mapping, what: str, name: str, fn: Callable[..., tuple]) -> None:
+    """Refuse ``name`` where it already has another function in ``table`` (as the kernel
+    registry refuses a second kernel for an op)."""
+    old = table.get(name)
+    if old is not None and old is not fn:
+        raise ValueError(f"custom_call {what} {name!r} registered twice ({old.__qualname__}, {fn.__qualname__})")
 
 
 def custom_target(*names: str):
+    """Register ``fn(op, *operands) -> tuple`` as the target of each of ``names``; a name
+    registered to another function is refused (and then none of ``names`` is added)."""
     def deco(fn):
         for n in names:
-            TARGETS[n] = fn
+            _refuse_twice(_TARGETS, "target", n, fn)
+        _TARGETS.update(dict.fromkeys(names, fn))
         return fn
 
     return deco
 
 
 def custom_prefix(prefix: str):
+    """Register ``fn`` for every target whose name starts with ``prefix`` and that has no
+    target of its own; a prefix registered to another function is refused."""
     def deco(fn):
-        PREFIXES[prefix] = fn
+        _refuse_twice(_PREFIXES, "prefix", prefix, fn)
+        _PREFIXES[prefix] = fn
         return fn
 
     return deco
