@@ -25,7 +25,8 @@ from .verdict import judge_record, needs_oracle
 from ..program import Func, Module, SymbolRef, walk_ops
 from .backends import get_backend
 from .diff import compare_test
-from .programs import ProgramCase, filecheck, find_program_cases, format_results, generated_inputs
+from .filecheck import filecheck
+from .programs import ProgramCase, find_program_cases, format_results, generated_inputs
 from .model import run_model
 from .recipe import RecipeError, read_recipe, recipe_path
 from .result import Outcome, Result, Status, base_record, new_result, replace

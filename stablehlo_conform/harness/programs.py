@@ -5,8 +5,8 @@ Two kinds of files carry no zero-argument test function:
 - *RUN-line programs* (``// RUN: ... --interpret --args="[dense<...> : T, ...]"``
   with ``// CHECK:`` lines): the arguments are decoded by the bindings, the
   entry function runs, its results are printed the way the official
-  interpreter prints them, and the ``CHECK``/``CHECK-NEXT`` lines are matched
-  against that output (a FileCheck subset: substring match, in order).
+  interpreter prints them, and the ``CHECK`` lines are matched against that
+  output (:mod:`.filecheck`).
 - *Shape-polymorphic programs* (``@main`` taking dimension sizes and tensors
   with ``?`` dims, as JAX exports them): every dimension variable and every
   dynamic dimension is given one size, tensors get seeded random values, and
@@ -27,10 +27,10 @@ from .. import types as T
 from ..numeric import make_complex
 from ..program import Func, Module
 from ..kernels.interpreter_ops import format_value
+from .filecheck import check_lines
 
 DYNAMIC_SIZE = 4
 _ARGS_RE = re.compile(r'^//\s*RUN:(?!\s*not\b).*--interpret\b.*--args="(\[.*\])"', re.M)
-_CHECK_RE = re.compile(r"^//\s*CHECK(-NEXT)?:\s?(.*)$", re.M)
 
 
 @dataclass
@@ -38,7 +38,7 @@ class ProgramCase:
     func: Func
     kind: str  # "args", "generated" or "model"
     args_text: str | None = None
-    checks: tuple[tuple[bool, str], ...] = ()
+    checks: tuple[tuple[str, str], ...] = ()  # (directive, pattern): :func:`.filecheck.check_lines`
     recipe: Any = None  # a model's recipe (:mod:`.recipe`)
 
 
@@ -54,8 +54,7 @@ def find_program_cases(source_text: str, modules: list[Module]) -> list[tuple[Mo
         if entry is None or not entry.param_types:
             continue
         if m:
-            checks = tuple((bool(c.group(1)), c.group(2).rstrip()) for c in _CHECK_RE.finditer(source_text))
-            out.append((mod, ProgramCase(entry, "args", m.group(1), checks)))
+            out.append((mod, ProgramCase(entry, "args", m.group(1), check_lines(source_text))))
         else:
             out.append((mod, ProgramCase(entry, "generated")))
     return out
@@ -101,27 +100,6 @@ def random_array(rng: np.random.Generator, shape: tuple, et) -> np.ndarray:
         info = np.iinfo(np.int8)
         return rng.integers(info.min, info.max, shape).astype(dt)
     raise ValueError(f"cannot generate values of element type {et}")
-
-
-def filecheck(output: str, checks: tuple[tuple[bool, str], ...]) -> str | None:
-    """None when ``output`` satisfies the CHECK lines, else why not."""
-    lines = output.splitlines()
-    pos = -1
-    for is_next, pattern in checks:
-        pat = pattern.strip()
-        if is_next:
-            pos += 1
-            if pos >= len(lines) or pat not in lines[pos]:
-                got = lines[pos] if pos < len(lines) else "<end of output>"
-                return f"CHECK-NEXT: {pat!r} not on the next line (got {got!r})"
-        else:
-            for i in range(pos + 1, len(lines)):
-                if pat in lines[i]:
-                    pos = i
-                    break
-            else:
-                return f"CHECK: {pat!r} not found in output"
-    return None
 
 
 def format_results(values, types) -> str:
