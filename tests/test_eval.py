@@ -206,3 +206,25 @@ def test_unsupported_target_is_named_once_with_its_location(tmp_path):
     assert err.startswith("error: unsupported: stablehlo.custom_call")
     assert "unsupported: unsupported" not in r.stderr
     assert "no_such_target" in err and err.endswith(f"{p}:3:8")
+
+
+def test_shape_polymorphic_programs_take_the_one_random_input_generator():
+    """A shape-polymorphic program's generated inputs are ``inputs.random_array``'s (one
+    generator for eval, diff, fuzz and program tests): ``?`` dims of the size asked,
+    dimension variables that size, integer tensors small and non-negative (in bounds as
+    indices)."""
+    from stablehlo_conform.harness import inputs, programs
+
+    text = """func.func public @main(%n: tensor<i64>, %x: tensor<?x3xf32>, %i: tensor<2x?xi32>) -> tensor<?x3xf32> {
+  %0 = stablehlo.add %x, %x : tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}"""
+    (mod,) = frontend.load_text(text)
+    f = mod.funcs["main"]
+    n, x, i = programs.generated_inputs(f, seed=5, size=6)
+    rng = np.random.default_rng(5)
+    want_x = inputs.random_array(f.param_types[1], rng, index=True, dynamic=6)
+    want_i = inputs.random_array(f.param_types[2], rng, index=True, dynamic=6)
+    assert int(n) == 6 and x.shape == (6, 3) and i.shape == (2, 6)
+    assert x.tobytes() == want_x.tobytes() and i.tobytes() == want_i.tobytes()
+    assert i.min() >= 0 and i.max() <= 3 and programs.random_array is inputs.random_array

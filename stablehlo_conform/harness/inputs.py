@@ -77,13 +77,15 @@ def index_params(func: Func) -> set[int]:
     return {i for i, v in enumerate(func.params) if v in index_values}
 
 
-def random_array(ttype, rng: np.random.Generator, *, index: bool = False) -> np.ndarray:
+def random_array(ttype, rng: np.random.Generator, *, index: bool = False, dynamic: int = DYNAMIC_DIM) -> np.ndarray:
     """A seeded random value of ``ttype`` in a range sensible for its element
-    type: small integers (small and non-negative when ``index``), normal
-    floats within the type's finite range, booleans, complex numbers."""
+    type: small integers (small and non-negative when ``index``: 0 to 3, in bounds
+    as indices and sizes), normal floats within the type's finite range, booleans,
+    complex numbers; each ``?`` dimension ``dynamic`` long. The one generator of
+    random inputs (``eval``, ``diff``, ``fuzz``, shape-polymorphic programs)."""
     if not isinstance(ttype, T.TensorType):
         raise InputError(f"cannot generate a value of type {ttype}")
-    shape = tuple(DYNAMIC_DIM if d is None else d for d in ttype.shape)
+    shape = tuple(dynamic if d is None else d for d in ttype.shape)
     el = ttype.element
     dt = ttype.dtype
     kind = el.kind

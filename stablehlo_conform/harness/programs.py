@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from .. import types as T
-from ..numeric import make_complex
 from ..program import Func, Module
 from ..kernels.interpreter_ops import format_value
 from .filecheck import check_lines
+from .inputs import random_array
 
 DYNAMIC_SIZE = 4
 _ARGS_RE = re.compile(r'^//\s*RUN:(?!\s*not\b).*--interpret\b.*--args="(\[.*\])"', re.M)
@@ -62,9 +62,9 @@ def find_program_cases(source_text: str, modules: list[Module]) -> list[tuple[Mo
 
 def generated_inputs(func: Func, seed: int = 0, size: int = DYNAMIC_SIZE, int_zeros: bool = False) -> list:
     """Arguments for a shape-polymorphic entry: leading integer scalars are
-    dimension variables (all ``size``), ``?`` dims are ``size`` too. Integer
-    tensors are small non-negative values, or zeros with ``int_zeros`` (in
-    bounds wherever they are used as indices)."""
+    dimension variables (all ``size``), ``?`` dims are ``size`` too; values from
+    :func:`.inputs.random_array`, integer tensors small and non-negative (as indices),
+    or zeros with ``int_zeros`` (in bounds wherever they are used as indices)."""
     rng = np.random.default_rng(seed)
     args = []
     leading = True
@@ -76,30 +76,11 @@ def generated_inputs(func: Func, seed: int = 0, size: int = DYNAMIC_SIZE, int_ze
             args.append(np.array(size, dtype=ty.dtype))
             continue
         leading = False
-        shape = tuple(size if d is None else d for d in ty.shape)
         if int_zeros and getattr(et, "kind", "") in ("int", "uint"):
-            args.append(np.zeros(shape, dtype=ty.dtype))
+            args.append(np.zeros(tuple(size if d is None else d for d in ty.shape), dtype=ty.dtype))
         else:
-            args.append(random_array(rng, shape, ty.element))
+            args.append(random_array(ty, rng, index=True, dynamic=size))
     return args
-
-
-def random_array(rng: np.random.Generator, shape: tuple, et) -> np.ndarray:
-    kind = getattr(et, "kind", "")
-    dt = et.dtype
-    if kind == "bool":
-        return rng.integers(0, 2, shape).astype(np.bool_)
-    if kind in ("int", "uint"):
-        # small non-negative values: safe as indices, sizes and divisors
-        return rng.integers(0, 4, shape).astype(dt)
-    if kind == "complex":
-        return make_complex(rng.standard_normal(shape), rng.standard_normal(shape)).astype(dt)
-    if kind == "float":
-        return rng.uniform(-2.0, 2.0, shape).astype(dt)
-    if kind == "quant":
-        info = np.iinfo(np.int8)
-        return rng.integers(info.min, info.max, shape).astype(dt)
-    raise ValueError(f"cannot generate values of element type {et}")
 
 
 def format_results(values, types) -> str:
