@@ -234,9 +234,10 @@ def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
     ``dt`` (``p`` significand bits), so it lies on a midpoint when those bits
     are ``100...0`` and within ``k`` f64 ULPs of one when they differ from that
     pattern by at most ``k`` as an integer: one add, one and and one compare on
-    the bit patterns. The other elements (zeros, subnormal range of ``dt``,
-    infinities, NaN) are few; they take :func:`near_midpoint_general`, which
-    the bit test equals element for element where both apply."""
+    the bit patterns. Zeros are near no midpoint. The other elements (subnormal
+    range of ``dt``, infinities, NaN) are few; they take
+    :func:`near_midpoint_general`, which the bit test equals element for element
+    where both apply."""
     consts = _midpoint_constants(np.dtype(dt), f64_ulps)
     r = np.asarray(r, dtype=F64)
     if consts is None:
@@ -253,7 +254,8 @@ def near_midpoint(r: np.ndarray, dt, f64_ulps: int = 4) -> np.ndarray:
     regular = work < span
     if not regular.all():
         mask &= regular
-        other = ~regular
+        other = np.flatnonzero(~regular)
+        other = other[flat[other] != 0]  # a zero is near no midpoint (a masked softmax's exp: half zeros)
         mask[other] = near_midpoint_general(flat[other], dt, f64_ulps)
     return mask.reshape(r.shape)
 

@@ -434,7 +434,7 @@ def _fast_power(op):
             r = chain(x.astype(np.float64))
             res = r.astype(dt)
         if screen(r):  # the elements near a midpoint (if any) as the kernel computes them
-            mask = midpoint_mask(r, dt)
+            mask = near_midpoint(r, dt)
             if mask.any():
                 res[mask] = out(power(dt, x[mask], e[mask]), dt)
         return res
@@ -456,13 +456,6 @@ def _fast_power(op):
         return res.reshape(a.shape)
 
     return FastPath(call, views=True, fresh=True)
-
-
-def midpoint_mask(r: np.ndarray, dt) -> np.ndarray:
-    """:func:`~stablehlo_conform.numeric.near_midpoint` ``(r, dt)`` of real f64 values ``r``, with
-    its zeros tested as 1.0: a zero is near no midpoint, nor is 1.0, whose test is the short bit
-    test where a zero's is the long one by scaling (a masked softmax's ``exp`` is half zeros)."""
-    return near_midpoint(np.where(r == 0, 1.0, r), dt)
 
 
 def _one_value(b: np.ndarray) -> float | None:

@@ -28,9 +28,9 @@ from ._lazy import special as sc
 
 from . import _extended as X
 from . import _fast
-from ..numeric import C128, F32, F64, make_complex, midpoint_screen, wide
+from ..numeric import C128, F32, F64, make_complex, midpoint_screen, near_midpoint, wide
 from ..opinfo import FastPath
-from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, midpoint_mask, unary
+from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
 @unary("stablehlo.ceil", native={"float": np.ceil})
 def ceil(dt, x):
@@ -171,9 +171,9 @@ def screened_out(g, dt, x: np.ndarray, r: np.ndarray) -> np.ndarray:
     ``float_fn`` computes: the same rounding of the same ``r`` wherever that mask is false,
     ``g`` (an element-wise function) of the others; where a zero or a tiny value (a masked
     softmax's ``exp``, a small cube) stopped the screen, the few elements near a midpoint, if
-    any, instead of the whole block (:func:`.elementwise.midpoint_mask`)."""
+    any, instead of the whole block (:func:`~stablehlo_conform.numeric.near_midpoint`)."""
     res = r.astype(dt)
-    mask = midpoint_mask(r, dt)
+    mask = near_midpoint(r, dt)
     if mask.any():
         res[mask] = g(dt, x[mask])
     return res
