@@ -11,7 +11,7 @@ import collections
 import sys
 import time
 
-from stablehlo_conform.harness import back_compat
+from stablehlo_conform.harness.suite import back_compat
 
 
 def main(argv=None) -> int:

@@ -186,7 +186,7 @@ ZOO = Path(__file__).resolve().parent.parent / "testsuite" / "models"
 def _zoo_programs():
     """The zoo's models: (name, text, inputs) with the inputs their recipes build."""
     from stablehlo_conform import load
-    from stablehlo_conform.harness.recipe import build_inputs, read_recipe
+    from stablehlo_conform.harness.programs.recipe import build_inputs, read_recipe
 
     for path in sorted(ZOO.glob("*.recipe.json")):
         r = read_recipe(path)

@@ -47,7 +47,7 @@ def tables() -> dict:
 
 def table(folder: Path) -> str:
     """The table of the zoo (docs/zoo.md), read from the recipes (no framework needed)."""
-    from stablehlo_conform.harness.recipe import read_recipe
+    from stablehlo_conform.harness.programs.recipe import read_recipe
 
     rows = ["| model | architecture | framework | built from | parameters | ops | types | program |",
             "|---|---|---|---|---:|---:|---|---:|"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from stablehlo_conform import evaluate
-from stablehlo_conform.harness import jax_linalg
+from stablehlo_conform.harness.suite import jax_linalg
 
 
 def run_one(name: str, dt: str, platform: str, args) -> str:

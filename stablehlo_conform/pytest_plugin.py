@@ -32,7 +32,7 @@ passes (it is named in the summary as newly passing).
 
 Items are collected in the pytest process and run as ``conform run`` runs
 a test: in a worker process kept from item to item (the runner's, see
-:mod:`.harness.runner`), so a kernel that runs past ``--conform-timeout`` is
+:mod:`.harness.suite.runner`), so a kernel that runs past ``--conform-timeout`` is
 stopped and fails as a timeout, a native crash fails its item, a test whose
 allocations go over ``--conform-max-memory`` fails with the budget named,
 and the session goes on with a fresh worker. Works with ``pytest -n N``:
@@ -48,10 +48,10 @@ from typing import Any
 
 import pytest
 
-from .harness.result import describe_failure
+from .harness.records.result import describe_failure
 from .harness.backends import BackendUnavailable, check_name
-from .harness.gate import Baseline, GateError
-from .harness.guard import GuardError, check_input
+from .harness.records.gate import Baseline, GateError
+from .harness.records.guard import GuardError, check_input
 from .frontend import memory_budget
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
@@ -154,7 +154,7 @@ class _Loaded:
     constants over the memory budget are refused while loading)."""
 
     def __init__(self, path: str, max_bytes: int | None):
-        from .harness.cases import enumerate_file  # loads mpmath: kept here for start-up time
+        from .harness.suite.cases import enumerate_file  # loads mpmath: kept here for start-up time
 
         with memory_budget(max_bytes):
             cases = enumerate_file(path)
@@ -170,7 +170,7 @@ _CACHE_SIZE = 2
 
 
 def _budget(config: pytest.Config) -> int | None:
-    from .harness.cases import memory_budget_bytes  # loads mpmath: kept here for start-up time
+    from .harness.suite.cases import memory_budget_bytes  # loads mpmath: kept here for start-up time
 
     return memory_budget_bytes(config.getoption("conform_max_memory", None))
 
@@ -211,7 +211,7 @@ class ConformFailure(Exception):
 def pytest_unconfigure(config: pytest.Config) -> None:
     pool = config.stash.get(_pool_key, None)
     if pool:
-        from .harness.runner import close_pool  # loads mpmath: kept here for start-up time
+        from .harness.suite.runner import close_pool  # loads mpmath: kept here for start-up time
 
         close_pool(pool)
 
@@ -225,7 +225,7 @@ def _options(config: pytest.Config):
 
 
 def _new_options(config: pytest.Config):
-    from .harness.cases import Options  # loads mpmath: kept here for start-up time
+    from .harness.suite.cases import Options  # loads mpmath: kept here for start-up time
 
     t = config.getoption("conform_timeout")
     timeout = 60.0 if t is None else (t or None)
@@ -248,7 +248,7 @@ def _run_in_worker(item: ProgramItem) -> dict:
     is stopped (the worker with it), a native crash or a test over
     ``--conform-max-memory`` ends in that item's record, and the session goes
     on with a fresh worker."""
-    from .harness.runner import Runner  # loads mpmath: kept here for start-up time
+    from .harness.suite.runner import Runner  # loads mpmath: kept here for start-up time
 
     path = str(item.path)
     loaded = _load(path, item.config)

@@ -12,7 +12,7 @@ import numpy as np
 
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
 from stablehlo_conform.kernels.registry import load_all
-from stablehlo_conform.harness import accuracy as A
+from stablehlo_conform.harness.campaigns import accuracy as A
 
 
 def test_inputs_are_exhaustive_for_narrow_types_and_sampled_with_edges_otherwise():

@@ -16,8 +16,8 @@ from stablehlo_conform.errors import UnsupportedOp
 from stablehlo_conform.harness.backends import available, get_backend
 from stablehlo_conform.harness.backends.base import BackendCrash, BackendUnavailable
 from stablehlo_conform.harness.backends.wire import wire_for
-from stablehlo_conform.harness.cases import Options
-from stablehlo_conform.harness.result import Outcome, Status
+from stablehlo_conform.harness.suite.cases import Options
+from stablehlo_conform.harness.records.result import Outcome, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".." / "shared" / "stablehlo-suite"

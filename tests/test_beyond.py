@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from stablehlo_conform import evaluate
-from stablehlo_conform.harness.cases import Options, run_file
+from stablehlo_conform.harness.suite.cases import Options, run_file
 
 from kernel_util import ty as _ttype
 

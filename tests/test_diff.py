@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from stablehlo_conform import load
-from stablehlo_conform.harness import diff, inputs
+from stablehlo_conform.harness.judge import diff
+from stablehlo_conform.harness.programs import inputs
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
 from stablehlo_conform.kernels.registry import load_all
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from stablehlo_conform import evaluate, frontend
-from stablehlo_conform.harness.inputs import load_npz, save_npz
+from stablehlo_conform.harness.programs.inputs import load_npz, save_npz
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -121,7 +121,7 @@ def test_bytecode_and_portable_artifact(files, tmp_path):
 
 def test_random_inputs_are_seeded(files):
     from stablehlo_conform import load
-    from stablehlo_conform.harness.inputs import random_inputs
+    from stablehlo_conform.harness.programs.inputs import random_inputs
 
     d, _, _ = files
     f = load(d / "fori.mlir")[0].funcs["main"]
@@ -213,7 +213,7 @@ def test_shape_polymorphic_programs_take_the_one_random_input_generator():
     generator for eval, diff, fuzz and program tests): ``?`` dims of the size asked,
     dimension variables that size, integer tensors small and non-negative (in bounds as
     indices)."""
-    from stablehlo_conform.harness import inputs, programs
+    from stablehlo_conform.harness.programs import arguments as programs, inputs
 
     text = """func.func public @main(%n: tensor<i64>, %x: tensor<?x3xf32>, %i: tensor<2x?xi32>) -> tensor<?x3xf32> {
   %0 = stablehlo.add %x, %x : tensor<?x3xf32>

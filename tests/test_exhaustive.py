@@ -16,8 +16,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from stablehlo_conform.harness import cluster as CL
-from stablehlo_conform.harness import exhaustive as E
+from stablehlo_conform.harness.campaigns import cluster as CL
+from stablehlo_conform.harness.campaigns import exhaustive as E
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORM = [sys.executable, "-m", "stablehlo_conform.cli"]
@@ -72,7 +72,7 @@ def test_exhaustive_cell_agrees_with_an_independent_check(tmp_path, lo, hi):
     assert p.returncode == 0, p.stdout + p.stderr
     (cell,) = json.loads(out.read_text())["cells"]
     assert cell["complete"] and cell["chunks"] == (hi - lo) >> 16 and cell["n"] == hi - lo
-    from stablehlo_conform.harness.accuracy import run_on_backend
+    from stablehlo_conform.harness.campaigns.accuracy import run_on_backend
 
     x = np.arange(lo, hi, dtype=np.uint64).astype(np.uint32).view(np.float32)
     actual = run_on_backend("xla", EXP, "f32", [x])

@@ -16,7 +16,7 @@ import pytest
 from stablehlo_conform import frontend, load
 from stablehlo_conform.engine import Engine, codegen
 from stablehlo_conform.errors import ConformError
-from stablehlo_conform.harness.recipe import read_recipe
+from stablehlo_conform.harness.programs.recipe import read_recipe
 from stablehlo_conform.kernels import _blas_threads, _parallel, linalg
 from test_engine import _assert_generated_matches_stepwise, _outputs
 from test_zoo_generated import zoo_stepwise

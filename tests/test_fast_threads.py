@@ -16,7 +16,7 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.engine import Engine, codegen
-from stablehlo_conform.harness import runner
+from stablehlo_conform.harness.suite import runner
 from stablehlo_conform.kernels import _parallel
 from stablehlo_conform.kernels.registry import load_all
 

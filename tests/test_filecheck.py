@@ -3,8 +3,8 @@ programs (the interpreter's printed results) and IREE's programs (the tools' out
 
 from __future__ import annotations
 
-from stablehlo_conform.harness import filecheck as FC
-from stablehlo_conform.harness import iree_run, programs
+from stablehlo_conform.harness.programs import filecheck as FC
+from stablehlo_conform.harness.programs import arguments as programs, iree_run
 from stablehlo_conform import frontend
 from test_cli import RUN_ARGS  # a RUN-line program with CHECK and CHECK-NEXT lines
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from stablehlo_conform import frontend
-from stablehlo_conform.harness import fuzzgen
-from stablehlo_conform.harness.shard import ShardError, in_shard, indices, parse_shard
+from stablehlo_conform.harness.campaigns import fuzzgen
+from stablehlo_conform.harness.records.shard import ShardError, in_shard, indices, parse_shard
 
 CONFORM = [sys.executable, "-m", "stablehlo_conform.cli"]
 DATA = Path(__file__).parent / "data"

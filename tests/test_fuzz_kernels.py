@@ -1,7 +1,7 @@
 """Kernel fuzzing: random ops, shapes, element types and values, run on the
 numpy engine and on XLA CPU (in process), compared element by element.
 Single ops under hypothesis (shrinking, a bounded number of examples); whole
-programs and campaigns are ``conform fuzz`` (``harness/fuzzgen.py``, whose op
+programs and campaigns are ``conform fuzz`` (``harness/campaigns/fuzzgen.py``, whose op
 and type names this module shares; see tests/test_fuzz_cli.py).
 
 Values stay in ranges where XLA's flushing of subnormals and its
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from stablehlo_conform import load
 from stablehlo_conform.compare import compare
 from stablehlo_conform.harness.backends import get_backend
-from stablehlo_conform.harness import fuzzgen
-from stablehlo_conform.harness.cases import Options
-from stablehlo_conform.harness.fuzzgen import dtype_of
-from stablehlo_conform.harness.fuzzgen import tensor as _tensor
+from stablehlo_conform.harness.campaigns import fuzzgen
+from stablehlo_conform.harness.suite.cases import Options
+from stablehlo_conform.harness.campaigns.fuzzgen import dtype_of
+from stablehlo_conform.harness.campaigns.fuzzgen import tensor as _tensor
 
 INT_TYPES = {t: dtype_of(t) for t in ("i8", "i16", "i32", "i64", "ui8", "ui32")}
 FLOAT_TYPES = {t: dtype_of(t) for t in ("f32", "f64", "f16")}

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from stablehlo_conform.cli import main
-from stablehlo_conform.harness.gate import (
+from stablehlo_conform.harness.records.gate import (
     Baseline,
     BaselineEntry,
     GateError,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from stablehlo_conform.harness.cases import Options, run_file
+from stablehlo_conform.harness.suite.cases import Options, run_file
 
 from kernel_util import ty
 

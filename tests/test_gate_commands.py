@@ -23,7 +23,7 @@ from test_cli import PASSING
 from test_gate_guarantees import conform, slow_file, stream_records, wait_for
 
 from stablehlo_conform.cli import main
-from stablehlo_conform.harness.cases import Options, run_file
+from stablehlo_conform.harness.suite.cases import Options, run_file
 
 CMD = [sys.executable, "-m", "stablehlo_conform.cli"]
 ROOT = Path(__file__).resolve().parents[1]

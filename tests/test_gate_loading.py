@@ -13,7 +13,7 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.engine import MAX_DEPTH
-from stablehlo_conform.harness.cases import Options, run_file
+from stablehlo_conform.harness.suite.cases import Options, run_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORM = [sys.executable, "-m", "stablehlo_conform.cli"]

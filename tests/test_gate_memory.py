@@ -16,7 +16,7 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.errors import ParseError
-from stablehlo_conform.harness.cases import Options, run_file
+from stablehlo_conform.harness.suite.cases import Options, run_file
 
 MiB = 2**20
 GiB = 2**30

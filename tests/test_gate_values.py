@@ -142,8 +142,8 @@ def test_an_infinite_ulp_error_survives_a_round_trip_through_a_stream_line():
     """The readers of lines that hold numbers read "inf" back as the number
     (an exhaustive chunk's worst case, resumed from its stream)."""
     # here, not at the top: the tree before the fix has neither module (the file's other tests run there)
-    from stablehlo_conform.harness.exhaustive import Chunk
-    from stablehlo_conform.harness.jsonout import dumps
+    from stablehlo_conform.harness.campaigns.exhaustive import Chunk
+    from stablehlo_conform.harness.records.jsonout import dumps
 
     c = Chunk("numpy", "stablehlo.exponential", "f8E4M3FN", 0, 16, n=16, max_ulp=math.inf,
               worst=[{"index": 3, "args": ["1.0"], "actual": "inf", "correctly_rounded": "2.0", "ulp": math.inf}])
@@ -257,7 +257,7 @@ def test_a_stablehlo_version_the_bindings_do_not_know_is_a_usage_error(tmp_path,
 def test_every_json_the_package_writes_goes_through_the_one_writer():
     """No module but the writer calls ``json.dump``/``json.dumps`` (which write
     ``Infinity``); the settings hash of a shard is no output and may."""
-    allowed = {PKG / "harness" / "jsonout.py", PKG / "harness" / "shard.py"}
+    allowed = {PKG / "harness" / "records" / "jsonout.py", PKG / "harness" / "records" / "shard.py"}
     found = []
     for path in sorted(PKG.rglob("*.py")):
         if path in allowed:
@@ -266,4 +266,4 @@ def test_every_json_the_package_writes_goes_through_the_one_writer():
             if (isinstance(node, ast.Attribute) and node.attr in ("dump", "dumps")
                     and isinstance(node.value, ast.Name) and node.value.id == "json"):
                 found.append(f"{path.relative_to(PKG)}:{node.lineno}")
-    assert not found, f"JSON written around stablehlo_conform.harness.jsonout: {found}"
+    assert not found, f"JSON written around stablehlo_conform.harness.records.jsonout: {found}"

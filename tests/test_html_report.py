@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from stablehlo_conform.cli import main
-from stablehlo_conform.harness.gate import Baseline, BaselineEntry
+from stablehlo_conform.harness.records.gate import Baseline, BaselineEntry
 from stablehlo_conform.harness.reports.html import dtype_sort_key, render_html, report_data
 
 ROOT = Path(__file__).resolve().parents[1]

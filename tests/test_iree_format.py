@@ -16,8 +16,8 @@ import stablehlo_conform
 
 from stablehlo_conform import iree_format
 from stablehlo_conform import types as T
-from stablehlo_conform.harness import iree_run
-from stablehlo_conform.harness.cases import Options, run_file
+from stablehlo_conform.harness.programs import iree_run
+from stablehlo_conform.harness.suite.cases import Options, run_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "testsuite" / "iree_format"

@@ -12,8 +12,8 @@ import pytest
 
 from stablehlo_conform import evaluate, load
 from stablehlo_conform.errors import ConformError, UnsupportedOp
-from stablehlo_conform.harness import back_compat, jax_linalg
-from stablehlo_conform.harness import linalg_identity as LI
+from stablehlo_conform.harness.suite import back_compat, jax_linalg
+from stablehlo_conform.harness.judge import linalg_identity as LI
 from stablehlo_conform.kernels.lapack import relayout
 
 COL = "dense<[0, 1]> : tensor<2xindex>"

@@ -5,6 +5,8 @@ the source (every import statement, at module top or inside a function)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -114,14 +116,14 @@ def test_the_rules_see_imports():
     found = {(n, local) for n, _l, local, _t in _imports(PKG / "kernels" / "elementwise.py")}
     assert ("numeric", False) in found and ("oracle.exact", True) in found
     # a harness module runs engines: were it placed below the interpreter, the order test would see it
-    assert ("engine", False) in {(n, local) for n, _l, local, _t in _imports(PKG / "harness" / "verdict.py")}
-    assert unit_of("harness.verdict")[0] > unit_of("engine")[0] > unit_of("kernels.elementwise")[0]
+    assert ("engine", False) in {(n, local) for n, _l, local, _t in _imports(PKG / "harness" / "judge" / "verdict.py")}
+    assert unit_of("harness.judge.verdict")[0] > unit_of("engine")[0] > unit_of("kernels.elementwise")[0]
     # the file graph: `from pkg import sub` reaches the submodule, a name that is none reaches pkg's __init__,
     # a function's import counts; the cycle finder sees a circle and nothing else
     modules = _module_files()
     backends = _file_edges(PKG / "harness" / "backends" / "__init__.py", modules)
     assert {"frontend", "program", "harness.backends.pjrt"} <= backends
-    assert "harness.diff" in _file_edges(PKG / "harness" / "reduce.py", modules)
+    assert "harness.judge.diff" in _file_edges(PKG / "harness" / "campaigns" / "reduce.py", modules)
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}) == [["a", "b", "c"]]
 
 
@@ -205,3 +207,66 @@ def test_no_import_cycle_between_files():
         inner = [f"  {m} -> {', '.join(sorted(graph[m] & set(component)))}" for m in component]
         shown.append(f"cycle of {len(component)} files:\n" + "\n".join(inner))
     assert not cycles, "\n".join(shown)
+
+
+# the wings of the harness, lowest first: a harness module imports the harness only from its own
+# wing or a lower rank (wings of one rank do not import each other)
+WINGS = (
+    ("records", 0),  # results and the files that hold them
+    ("reports", 1), ("backends", 1), ("programs", 1),  # rendering, running, what programs bring
+    ("judge", 2),  # who is right
+    ("suite", 3),  # the tests of a file, worker processes
+    ("campaigns", 4),  # fuzz, reduce, accuracy, plugin reports
+)
+# what reading and rendering results may not load: MLIR (the frontend), the interpreter, backends
+READERS = ("records", "reports")
+HEAVY = ("frontend", "oracle", "kernels", "engine", "process_grid", "harness.backends", "harness.programs",
+         "harness.judge", "harness.suite", "harness.campaigns")
+
+
+def wing_of(module: str) -> tuple[int, str] | None:
+    """(rank, wing) of a harness module; None for a module outside the harness."""
+    parts = module.split(".")
+    if parts[0] != "harness":
+        return None
+    if len(parts) < 3 and not (len(parts) == 2 and parts[1] in dict(WINGS)):
+        raise AssertionError(f"harness module {module!r} belongs to no wing: place it in one of {dict(WINGS)}")
+    return dict(WINGS)[parts[1]], parts[1]
+
+
+def test_every_harness_module_sits_in_a_wing_and_imports_down():
+    bad = []
+    for path, mod, name, line, _local, _text in _all_imports():
+        here, there = wing_of(mod) if mod != "harness" else None, wing_of(name) if name != "harness" else None
+        if here is None or there is None or here[1] == there[1]:
+            continue
+        if there[0] >= here[0]:
+            bad.append(f"{path.relative_to(PKG)}:{line}: wing {here[1]} imports {name} (wing {there[1]})")
+    assert not bad, "\n".join(bad)
+
+
+def test_records_and_reports_import_nothing_that_runs_programs():
+    """Reading a results file, gating, triaging and rendering pages imports no frontend,
+    oracle, kernels, engine or backend, nor a higher wing (read from the source)."""
+    bad = [f"{path.relative_to(PKG)}:{line}: {name}" for path, mod, name, line, _l, _t in _all_imports()
+           if wing_of(mod) and wing_of(mod)[1] in READERS and any(_covered(name, h) for h in HEAVY)]
+    assert not bad, "\n".join(bad)
+
+
+def test_reading_and_rendering_results_loads_no_mlir_in_a_fresh_interpreter():
+    """Importing the results reader, the gate, triage and the HTML, JUnit, text and plugin-page
+    writers in a new process loads none of the frontend, engine, kernels or backends (nor jaxlib)."""
+    code = (
+        "import sys\n"
+        "import stablehlo_conform.harness.reports as r, stablehlo_conform.harness.reports.html\n"
+        "import stablehlo_conform.harness.reports.junit, stablehlo_conform.harness.reports.text\n"
+        "import stablehlo_conform.harness.reports.plugin_html, stablehlo_conform.harness.records.gate\n"
+        "import stablehlo_conform.harness.records.triage, stablehlo_conform.harness.records.result\n"
+        "assert callable(r.load_results)\n"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith(('stablehlo_conform', 'jaxlib', 'mlir')))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "stablehlo_conform.harness.reports.plugin_html" in out  # the probe saw the imports
+    loaded = [m for m in out if m.startswith(("jaxlib", "mlir"))
+              or any(_covered(m.removeprefix("stablehlo_conform."), h) for h in HEAVY)]
+    assert not loaded, loaded

@@ -15,10 +15,10 @@ import pytest
 
 from stablehlo_conform import load
 from stablehlo_conform.frontend import load_text
-from stablehlo_conform.harness import model as M
-from stablehlo_conform.harness import recipe as R
+from stablehlo_conform.harness.judge import model as M
+from stablehlo_conform.harness.programs import recipe as R
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
-from stablehlo_conform.harness.shadow import NoShadow, shadow_module, wide_value
+from stablehlo_conform.harness.programs.shadow import NoShadow, shadow_module, wide_value
 from stablehlo_conform.program import walk_ops
 from planted_models import PlantedConv, PlantedExp
 

@@ -16,7 +16,7 @@ import pytest
 from stablehlo_conform import frontend
 from stablehlo_conform.harness.backends import BackendUnavailable, get_backend
 from stablehlo_conform.harness.backends.pjrt import parse_name, typed_option, with_options
-from stablehlo_conform.harness.cases import Options
+from stablehlo_conform.harness.suite.cases import Options
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".." / "shared" / "stablehlo-suite"

@@ -22,7 +22,7 @@ import pytest
 from stablehlo_conform import frontend
 from stablehlo_conform.errors import CheckFailure
 from stablehlo_conform.harness.backends.pjrt import PjrtBackend
-from stablehlo_conform.harness.cases import Options
+from stablehlo_conform.harness.suite.cases import Options
 
 from test_pjrt import MESH, SUITE, THREE, _statuses, conform, shared_library
 

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from stablehlo_conform import frontend
 from stablehlo_conform.cli import main
 from stablehlo_conform.harness.backends import display_name, shorten_names
-from stablehlo_conform.harness.gate import Baseline, BaselineEntry
-from stablehlo_conform.harness.reduce import Property, entry_program, reduce_program
+from stablehlo_conform.harness.records.gate import Baseline, BaselineEntry
+from stablehlo_conform.harness.campaigns.reduce import Property, entry_program, reduce_program
 from stablehlo_conform.harness.reports.plugin_html import (
     matrix,
     page_summary,
@@ -28,7 +28,7 @@ from stablehlo_conform.harness.reports.plugin_html import (
     summary_line,
     wrong_value,
 )
-from stablehlo_conform.harness.triage import signature, triage
+from stablehlo_conform.harness.records.triage import signature, triage
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".." / "shared" / "stablehlo-suite"

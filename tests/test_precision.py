@@ -16,12 +16,13 @@ import pytest
 from precision_backends import ENTRY_POINTS, Tf32Always, Tf32Default
 from stablehlo_conform import frontend, load
 from stablehlo_conform.harness import backends as B
-from stablehlo_conform.harness import diff, inputs
-from stablehlo_conform.harness.cases import Options, run_file
-from stablehlo_conform.harness.probe_precision import probe
+from stablehlo_conform.harness.judge import diff
+from stablehlo_conform.harness.programs import inputs
+from stablehlo_conform.harness.suite.cases import Options, run_file
+from stablehlo_conform.harness.campaigns.probe_precision import probe
 from stablehlo_conform.oracle import classes as C
 from stablehlo_conform.oracle import precision as P
-from stablehlo_conform.harness.verdict import judge_test
+from stablehlo_conform.harness.judge.verdict import judge_test
 from stablehlo_conform.program import walk_ops
 
 jax = pytest.importorskip("jax")
@@ -446,8 +447,8 @@ def test_a_chain_of_ops_through_a_default_dot_allows_its_input_error():
 
 def test_fuzz_judges_differing_outputs_op_by_op(env, monkeypatch):
     # program 215 of seed 0 is an f32 convolution: TF32 at DEFAULT differs beyond the budget, within the bound
-    from stablehlo_conform.harness.fuzz import run_campaign
-    from stablehlo_conform.harness.fuzzgen import generate
+    from stablehlo_conform.harness.campaigns.fuzz import run_campaign
+    from stablehlo_conform.harness.campaigns.fuzzgen import generate
 
     assert generate(0, 215).ops == ["stablehlo.convolution"] and generate(0, 215).element_types == ["f32"]
     monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])  # the isolated children find the plugin backends

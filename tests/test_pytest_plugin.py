@@ -76,8 +76,8 @@ def test_items_outcomes_baseline_and_xdist(tmp_path):
 def _conform_ids(paths: list[str]) -> list[str]:
     """The test ids ``conform run`` reports for ``paths`` (its own file
     walk; the test bodies are not run)."""
-    from stablehlo_conform.harness import cases
-    from stablehlo_conform.harness.result import base_record
+    from stablehlo_conform.harness.suite import cases
+    from stablehlo_conform.harness.records.result import base_record
 
     def skip(mod, what, tid, opts):
         return {**base_record(mod.source, tid, "", 0), "status": "pass"}

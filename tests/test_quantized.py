@@ -208,7 +208,7 @@ def test_official_quantized_programs_pass():
     if not SUITE.is_dir():
         pytest.skip("../shared/stablehlo-suite is absent")
     needs_iree()
-    from stablehlo_conform.harness.cases import Options, run_file
+    from stablehlo_conform.harness.suite.cases import Options, run_file
 
     statuses: dict[str, str] = {}
     for path in _suite_files():
@@ -295,7 +295,7 @@ func.func @check_op_properties() {
 
 def test_checked_quantized_programs(tmp_path):
     needs_iree()
-    from stablehlo_conform.harness.cases import Options, run_file
+    from stablehlo_conform.harness.suite.cases import Options, run_file
 
     path = tmp_path / "quantized_checks.mlir"
     path.write_text(CHECKED_PROGRAMS)

@@ -21,7 +21,7 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.errors import ParseError
-from stablehlo_conform.harness.inputs import load_npz
+from stablehlo_conform.harness.programs.inputs import load_npz
 
 CONFORM = [sys.executable, "-m", "stablehlo_conform.cli"]
 
@@ -415,7 +415,7 @@ class Rejects(NumpyBackend):
 
 
 def test_compile_error_property_keeps_the_op_with_the_message(plugin, tmp_path, monkeypatch):
-    from stablehlo_conform.harness.reduce import Property, reduce_program
+    from stablehlo_conform.harness.campaigns.reduce import Property, reduce_program
 
     site = tmp_path / "site"
     (site / "rejects-0.1.dist-info").mkdir(parents=True)

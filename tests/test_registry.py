@@ -9,13 +9,13 @@ import pytest
 from stablehlo_conform import frontend
 from stablehlo_conform.engine import FOLDABLE, TERMINATORS, Engine, run_function
 from stablehlo_conform.errors import UnsupportedOp
-from stablehlo_conform.harness import support
+from stablehlo_conform.harness.programs import support
 from stablehlo_conform.kernels import quantized as Q
 from stablehlo_conform.kernels.registry import KERNELS, Registry, load_all, register_op
 from stablehlo_conform.opinfo import DEQUANTIZE, EXACT, OpInfo
 from stablehlo_conform.oracle import classes as C
 from stablehlo_conform.oracle import exact as X
-from stablehlo_conform.harness import verdict as V
+from stablehlo_conform.harness.judge import verdict as V
 
 NAME = "test.cube_plus_one"
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from stablehlo_conform.cli import main
-from stablehlo_conform.harness.gate import Baseline, BaselineEntry
+from stablehlo_conform.harness.records.gate import Baseline, BaselineEntry
 from stablehlo_conform.harness.reports import ReportError, load_results
 from stablehlo_conform.harness.reports.junit import junit_tree, write_junit
 from stablehlo_conform.harness.reports.text import family_table

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from stablehlo_conform import frontend
-from stablehlo_conform.harness import cases
+from stablehlo_conform.harness.suite import cases
 from stablehlo_conform.harness.reports import junit
-from stablehlo_conform.harness.result import Outcome, Result, Status, describe_failure
+from stablehlo_conform.harness.records.result import Outcome, Result, Status, describe_failure
 
 BASE = ["id", "file", "function", "line", "status", "message", "family", "ops", "dtypes", "duration", "checks"]
 

@@ -29,7 +29,7 @@ from stablehlo_conform import evaluate, frontend, load
 from stablehlo_conform.cli import main as cli_main
 from stablehlo_conform.errors import ConformError
 from stablehlo_conform.harness.backends import xla as xla_backend
-from stablehlo_conform.harness.diff import compare_values, diff_program
+from stablehlo_conform.harness.judge.diff import compare_values, diff_program
 from stablehlo_conform.kernels import sharding as S
 from stablehlo_conform.program import AxisRef, Mesh, MeshAxesGroups, TensorSharding, walk_ops
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stablehlo_conform.harness.triage import Signature, normalise, signature, triage
+from stablehlo_conform.harness.records.triage import Signature, normalise, signature, triage
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORM = [sys.executable, "-m", "stablehlo_conform.cli"]
@@ -238,7 +238,7 @@ def test_a_baseline_of_signatures_accepts_whole_groups(planted_run, tmp_path):
                        cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     # a JSON baseline written by 'baseline update' keeps the signatures and lists no covered id
-    from stablehlo_conform.harness.gate import Baseline, update_baseline
+    from stablehlo_conform.harness.records.gate import Baseline, update_baseline
 
     b = Baseline.load(base)
     assert len(b.signatures) == 3
@@ -249,7 +249,7 @@ def test_a_baseline_of_signatures_accepts_whole_groups(planted_run, tmp_path):
 
 
 def test_signature_types_restrict_what_a_baseline_accepts():
-    from stablehlo_conform.harness.gate import Baseline, evaluate_gate
+    from stablehlo_conform.harness.records.gate import Baseline, evaluate_gate
 
     b = Baseline.from_text("signature: wrong value | stablehlo.add | i16 | N/N elements differ | add bug\n")
     hit = rec("fail", "N/N elements differ", dtypes=("i16",), id="x.mlir::a")

@@ -12,10 +12,10 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
-from stablehlo_conform.harness.cases import Options, judge, run_file
+from stablehlo_conform.harness.suite.cases import Options, judge, run_file
 from stablehlo_conform.kernels.registry import load_all
 from stablehlo_conform.oracle import classes as C
-from stablehlo_conform.harness.result import Outcome, new_result
+from stablehlo_conform.harness.records.result import Outcome, new_result
 from stablehlo_conform.program import walk_ops
 
 X = np.array([1.0, 2.5, 10.0], np.float32)
@@ -351,7 +351,7 @@ PROGRAM = """func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
 
 
 def test_diff_names_the_wrong_backend():
-    from stablehlo_conform.harness.diff import diff_program, format_report
+    from stablehlo_conform.harness.judge.diff import diff_program, format_report
 
     (mod,) = frontend.load_text(PROGRAM)
     report = diff_program(mod, "main", [NumpyBackend(), NumpyBackend(planted_exp_registry(6))], [X])
@@ -366,8 +366,8 @@ def test_diff_names_the_wrong_backend():
 
 
 def test_disagreeing_checked_values_are_judged(tmp_path):
-    from stablehlo_conform.harness.diff import test_values
-    from stablehlo_conform.harness.verdict import judge_backends
+    from stablehlo_conform.harness.judge.diff import test_values
+    from stablehlo_conform.harness.judge.verdict import judge_backends
 
     (mod,) = frontend.load_text(exp_program(EXP))
     (func,) = mod.tests()
@@ -440,7 +440,7 @@ def test_verdict_in_junit_and_html(tmp_path):
 
 
 def test_compare_disagreement_by_class(tmp_path):
-    from stablehlo_conform.harness.diff import compare_test
+    from stablehlo_conform.harness.judge.diff import compare_test
     from stablehlo_conform.harness import backends as B
 
     (mod,) = frontend.load_text(exp_program(EXP))

@@ -10,7 +10,7 @@ import pytest
 
 from stablehlo_conform import load
 from stablehlo_conform.engine import Engine
-from stablehlo_conform.harness.recipe import build_inputs, read_recipe
+from stablehlo_conform.harness.programs.recipe import build_inputs, read_recipe
 from test_engine import _outputs
 
 ZOO = Path(__file__).resolve().parents[1] / "testsuite" / "models"

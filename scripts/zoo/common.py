@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the package's recipe reader (NumPy only)
-from stablehlo_conform.harness.recipe import FORMAT, build_inputs, read_recipe  # noqa: E402
+from stablehlo_conform.harness.programs.recipe import FORMAT, build_inputs, read_recipe  # noqa: E402
 
 __all__ = ["FORMAT", "Arg", "Model", "dist_of", "export"]
 

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .common import Arg, Model
+from stablehlo_conform.common import Arg, Model
 
 FRAMEWORK = f"flax {flax.__version__} (linen)"
 

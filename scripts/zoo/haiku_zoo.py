@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Arg, Model
+from stablehlo_conform.common import Arg, Model
 
 
 def _framework() -> str:

@@ -11,7 +11,7 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import numpy as np  # noqa: E402
 
-from .common import Arg, Model  # noqa: E402
+from stablehlo_conform.common import Arg, Model  # noqa: E402
 
 IMAGE = {"dist": "uniform", "low": 0.0, "high": 1.0}
 # batch-norm statistics: spread them a little, so the normalisation is not an identity

@@ -16,7 +16,7 @@ import torch
 import transformers
 from torch._ops import OpOverloadPacket
 
-from .common import Arg, Model
+from stablehlo_conform.common import Arg, Model
 
 
 def _import_torchax():

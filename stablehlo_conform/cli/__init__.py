@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from ..harness.guard import Interrupted
+from ..harness.records.guard import Interrupted
 
 
 class _Group(click.Group):

@@ -15,9 +15,9 @@ import time
 
 import click
 
-from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
-from ..harness import jsonout
-from ..harness.stream import StreamError, read_lines, repair
+from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
+from ..harness.records import jsonout
+from ..harness.records.stream import StreamError, read_lines, repair
 from .common import SEED, outputs_ready, usable_backend
 from ..types import ElementType
 
@@ -81,7 +81,7 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
     else the max ULP error and the share of correctly rounded results; then the run time (the
     sum of the per-cell times, and the wall time of the runs that measured them).
     """
-    from ..harness import accuracy as A  # loads mpmath: kept here for start-up time
+    from ..harness.campaigns import accuracy as A  # loads mpmath: kept here for start-up time
 
     if exhaustive:
         from .exhaustive import run_exhaustive  # loads the harness: kept here for start-up time

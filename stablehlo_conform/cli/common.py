@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ..harness.guard import GuardError, Interrupted, OutputPlan, check_input, prepare_outputs
+from ..harness.records.guard import GuardError, Interrupted, OutputPlan, check_input, prepare_outputs
 from ..harness.backends import LOAD_SECONDS, BackendUnavailable, check_name, get_backend
 
 

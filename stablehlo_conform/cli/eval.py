@@ -21,16 +21,16 @@ import click
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from ..errors import ConformError, InputError, ParseError
-from ..harness import jsonout
-from ..harness.guard import GuardError, atomic_path, prepare_outputs, write_atomic
+from ..harness.records import jsonout
+from ..harness.records.guard import GuardError, atomic_path, prepare_outputs, write_atomic
 from .common import SECONDS, SEED, InputFile, usable_backend
 from ..compare import is_float_dtype
-from ..harness import inputs as I
-from ..harness import recipe as R
+from ..harness.programs import inputs as I
+from ..harness.programs import recipe as R
 from ..harness.backends import BackendUnavailable, check_name, get_backend
-from ..harness.support import unsupported_ops
+from ..harness.programs.support import unsupported_ops
 from .. import frontend
-from ..harness.bundle import diff_bundle
+from ..harness.campaigns.bundle import diff_bundle
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -42,7 +42,7 @@ def _load(path: str):
     try:
         mods = frontend.load(path)
     except ParseError as e:
-        from ..harness.support import describe_parse_error  # loads the kernels: kept here for start-up time
+        from ..harness.programs.support import describe_parse_error  # loads the kernels: kept here for start-up time
 
         _fail(describe_parse_error(e, Path(path).read_text(errors="replace"))[1])
     except ConformError as e:
@@ -75,7 +75,7 @@ def _print_unsupported(module) -> None:
 
 
 def _entry(module, entry):
-    from ..harness.diff import entry_of  # loads mpmath: kept here for start-up time
+    from ..harness.judge.diff import entry_of  # loads mpmath: kept here for start-up time
 
     try:
         return entry_of(module, entry)
@@ -276,8 +276,8 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
 
     A model (a program with NAME.recipe.json beside it) runs on its recipe's
     inputs, and every backend is judged by the model rule (docs/models.md)."""
-    from ..harness.diff import DiffOptions, diff_program, format_report  # loads mpmath: kept here for start-up time
-    from ..harness.model import diff_model  # the engine: kept here for start-up time
+    from ..harness.judge.diff import DiffOptions, diff_program, format_report  # loads mpmath: kept here for start-up time
+    from ..harness.judge.model import diff_model  # the engine: kept here for start-up time
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
     if len(names) < 2:

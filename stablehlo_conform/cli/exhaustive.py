@@ -12,11 +12,11 @@ import time
 
 import click
 
-from ..harness import exhaustive as E
-from ..harness import jsonout
-from ..harness.cluster import ClusterError, Progress, executor
-from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
-from ..harness.stream import StreamError, read_lines, repair
+from ..harness.campaigns import exhaustive as E
+from ..harness.records import jsonout
+from ..harness.campaigns.cluster import ClusterError, Progress, executor
+from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
+from ..harness.records.stream import StreamError, read_lines, repair
 from .common import outputs_ready, usable_backend
 
 

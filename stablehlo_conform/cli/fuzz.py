@@ -13,12 +13,12 @@ from pathlib import Path
 
 import click
 
-from ..harness.cluster import ClusterError, executor
-from ..harness import jsonout
-from ..harness.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
+from ..harness.campaigns.cluster import ClusterError, executor
+from ..harness.records import jsonout
+from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from .common import SECONDS, SEED, outputs_ready
 from ..harness.backends import BackendUnavailable, check_name, display_name
-from ..harness.shard import ShardError, parse_shard
+from ..harness.records.shard import ShardError, parse_shard
 from ..harness.reports import incomplete_note
 
 
@@ -48,7 +48,7 @@ def fuzz(seed, count, backends, out_dir, shard, budget, timeout, no_reduce, json
     """Generate COUNT random valid StableHLO programs from SEED, run each on
     BACKENDS, compare their results and reduce every disagreement or crash
     to a repro bundle in the output folder."""
-    from ..harness.fuzz import groups, run_campaign  # loads mpmath: kept here for start-up time
+    from ..harness.campaigns.fuzz import groups, run_campaign  # loads mpmath: kept here for start-up time
 
     try:
         sh = parse_shard(shard)

@@ -7,12 +7,12 @@ import sys
 
 import click
 from ..engine import TERMINATORS
-from ..harness import jsonout
+from ..harness.records import jsonout
 from ..errors import ConformError
 from ..harness.backends import LOAD_SECONDS, BackendUnavailable, available, display_name, get_backend
 from ..harness.backends.pjrt import PREFIX, PjrtBackend, locate, parse_name
-from ..harness.guard import write_atomic
-from ..harness.cases import file_report
+from ..harness.records.guard import write_atomic
+from ..harness.suite.cases import file_report
 from .common import SECONDS, outputs_ready
 from ..kernels.registry import load_all
 from .. import frontend
@@ -53,7 +53,7 @@ def ops(programs, dialects, missing):
 def _will_it_run(programs) -> None:
     from collections import Counter
 
-    from ..harness.cases import discover  # loads mpmath: kept here for start-up time
+    from ..harness.suite.cases import discover  # loads mpmath: kept here for start-up time
 
     files = discover(list(programs))
     counts: Counter = Counter()

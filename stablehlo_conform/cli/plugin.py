@@ -16,12 +16,12 @@ from pathlib import Path
 
 import click
 
-from ..harness.guard import Interrupted, atomic_path, ignore_interrupts, interruptible
+from ..harness.records.guard import Interrupted, atomic_path, ignore_interrupts, interruptible
 from .common import SECONDS, InputFile, outputs_ready
-from ..harness import plugin_report as P
+from ..harness.campaigns import plugin_report as P
 from ..harness.reports import incomplete_note
 from .run import backend_name
-from ..harness.gate import Baseline, GateError
+from ..harness.records.gate import Baseline, GateError
 
 
 @click.command("plugin-report")
@@ -72,7 +72,7 @@ def plugin_report(backend, suites, pjrt_options, pjrt_device, sample, versions, 
         json_path = json_path or str(Path(out_dir) / "report.json")
         junit_path = junit_path or str(Path(out_dir) / "junit.xml")
     sample_paths = [Path(s) for s in sample] or P.default_sample()
-    from ..harness.cases import discover  # loads mpmath: kept here for start-up time
+    from ..harness.suite.cases import discover  # loads mpmath: kept here for start-up time
 
     programs = discover([str(p) for p in [*paths, *sample_paths]])  # no report is written over one
     outputs_ready({"--html": html_path, "--json": json_path, "--junit-xml": junit_path}, folders={"-o": out_dir},

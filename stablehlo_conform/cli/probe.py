@@ -6,8 +6,8 @@ import sys
 
 import click
 from ..harness.backends import get_backend
-from ..harness import jsonout
-from ..harness.guard import write_atomic
+from ..harness.records import jsonout
+from ..harness.records.guard import write_atomic
 from .common import SECONDS, InputFile, outputs_ready, usable_backend
 
 
@@ -30,9 +30,9 @@ def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
     Exit code 0 when every level is at least as accurate as declared and no algorithm
     silently falls back to a less accurate one, 1 otherwise, 2 on a usage error.
     """
-    from ..harness.diff import DiffOptions  # loads mpmath: kept here for start-up time
+    from ..harness.judge.diff import DiffOptions  # loads mpmath: kept here for start-up time
     # loads mpmath: kept here for start-up time
-    from ..harness.probe_precision import failed, format_rows, probe, to_json
+    from ..harness.campaigns.probe_precision import failed, format_rows, probe, to_json
     from ..oracle import classes as C  # loads mpmath: kept here for start-up time
     from ..oracle.precision import DEFAULT_LEVELS  # loads mpmath: kept here for start-up time
 

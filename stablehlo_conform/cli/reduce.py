@@ -14,13 +14,13 @@ from pathlib import Path
 
 import click
 
-from ..harness.guard import Interrupted, atomic_folder, ignore_interrupts, interruptible
+from ..harness.records.guard import Interrupted, atomic_folder, ignore_interrupts, interruptible
 from .common import SECONDS, SEED, InputFile, outputs_ready, regex_option
 from ..errors import ConformError, InputError
-from ..harness import inputs as I
+from ..harness.programs import inputs as I
 from ..harness.backends import BackendUnavailable, check_name, display_name, shorten_names
-from ..harness.bundle import expected_values, write_bundle
-from ..harness.reduce import ENTRY, Property, entry_program, reduce_program
+from ..harness.campaigns.bundle import expected_values, write_bundle
+from ..harness.campaigns.reduce import ENTRY, Property, entry_program, reduce_program
 from .eval import _entry, _fail, _load
 from .. import frontend
 

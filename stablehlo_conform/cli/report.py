@@ -12,20 +12,20 @@ from pathlib import Path
 
 import click
 
-from ..harness.guard import atomic_path, write_atomic
-from ..harness import jsonout
+from ..harness.records.guard import atomic_path, write_atomic
+from ..harness.records import jsonout
 from .common import InputFile, outputs_ready
-from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates, update_baseline
+from ..harness.records.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates, update_baseline
 from ..harness.reports import ReportError, incomplete_note, load_results
 from ..harness.reports.text import family_table, gate_lines, printable
-from ..harness.shard import merge_shards
+from ..harness.records.shard import merge_shards
 from ..harness.reports.html import write_html
 from ..harness.reports.junit import write_junit
 
 
 def _load_runs(paths):
     """The runs of PATHS, the shards of one run merged into one (see
-    :func:`~stablehlo_conform.harness.shard.merge_shards`; a merged run with a
+    :func:`~stablehlo_conform.harness.records.shard.merge_shards`; a merged run with a
     shard missing is incomplete)."""
     try:
         runs, notes = merge_shards([load_results(p) for p in paths])

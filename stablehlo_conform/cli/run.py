@@ -16,22 +16,22 @@ from pathlib import Path
 
 import click
 
-from ..harness.guard import (GuardError, Interrupted, atomic_path, check_input, ignore_interrupts, interruptible,
+from ..harness.records.guard import (GuardError, Interrupted, atomic_path, check_input, ignore_interrupts, interruptible,
                              write_atomic)
-from ..harness import jsonout
+from ..harness.records import jsonout
 from ..harness.reports.text import gate_lines, printable
-from ..harness.result import describe_failure
+from ..harness.records.result import describe_failure
 from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
 from ..harness.backends import LOAD_SECONDS, BackendUnavailable, check_name, shorten_names
-from ..harness.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates
+from ..harness.records.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates
 from ..harness.reports import incomplete_note
-from ..harness.shard import ShardError, in_shard, parse_shard, shard_info, universe_hash
-from ..harness.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
-from ..harness.triage import triage, triage_json, triage_lines
-from ..harness.bundle import REPRO_STATUSES, write_run_bundles
+from ..harness.records.shard import ShardError, in_shard, parse_shard, shard_info, universe_hash
+from ..harness.records.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
+from ..harness.records.triage import triage, triage_json, triage_lines
+from ..harness.campaigns.bundle import REPRO_STATUSES, write_run_bundles
 from ..harness.reports.html import write_html
 from ..harness.reports.junit import write_junit
-from ..harness.support import unsupported_lines
+from ..harness.programs.support import unsupported_lines
 
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 
@@ -140,8 +140,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     SIGTERM (the reports are written and marked incomplete).
     """
     # loads mpmath: kept here for start-up time
-    from ..harness.cases import Options, discover, matches, memory_budget_bytes
-    from ..harness.runner import Runner  # loads mpmath: kept here for start-up time
+    from ..harness.suite.cases import Options, discover, matches, memory_budget_bytes
+    from ..harness.suite.runner import Runner  # loads mpmath: kept here for start-up time
 
     try:
         baseline = Baseline.load(baseline_path) if baseline_path else None

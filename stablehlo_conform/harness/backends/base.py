@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConformError
-from ..result import Outcome
+from ..records.result import Outcome
 
 
 class BackendUnavailable(ConformError):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import UnsupportedOp
 from ...program import Func, Module, SymbolRef, walk_ops
-from ..result import Outcome, Status
+from ..records.result import Outcome, Status
 from ...engine import Engine, OpContext
 from ...kernels import check as check_kernels
 from ...kernels.custom_call import custom_call

@@ -16,7 +16,7 @@ import tempfile
 from typing import Any
 
 from ...errors import ConformError, Timeout, UnsupportedOp
-from ..memory import bounded, inherited_budget
+from .memory import bounded, inherited_budget
 from .base import BackendCrash, BackendError
 
 

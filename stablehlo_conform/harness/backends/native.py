@@ -28,7 +28,7 @@ from ...errors import ConformError, Timeout, UnsupportedOp
 from ...kernels.registry import load_all
 from ...program import Func, Module, walk_ops
 from .base import Backend, BackendError
-from ..result import Outcome
+from ..records.result import Outcome
 from .checks import _reachable, check_ops, check_outcome, evaluate_checks, is_check
 from .isolated import Isolated
 from .wire import BASIC, Wire, decode, encode, replicated_attr, splice, wire_for, wrapper_text

@@ -12,7 +12,7 @@ import numpy as np
 from ...engine import Engine, run_spmd
 from ...kernels.registry import Registry, load_all
 from .base import Backend
-from ..result import Outcome, replace
+from ..records.result import Outcome, replace
 from .checks import check_outcome
 
 

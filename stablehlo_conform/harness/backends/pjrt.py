@@ -40,8 +40,8 @@ import numpy as np
 
 from ...errors import CheckFailure, ConformError, Timeout, UnsupportedOp
 from ...process_grid import MAX_PROCESSES
-from ..guard import interruptible
-from .names import LIBRARY_SUFFIX, display_name, split_target
+from ..records.guard import interruptible
+from ..records.names import LIBRARY_SUFFIX, display_name, split_target
 from .base import BackendError, BackendUnavailable
 from .native import LOAD_SECONDS, NativeBackend
 from ... import frontend

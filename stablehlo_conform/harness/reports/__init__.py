@@ -10,8 +10,8 @@ import json
 import math
 from pathlib import Path
 from typing import Any
-from ..guard import GuardError, read_input_text
-from ..stream import StreamError, check_result, read_stream
+from ..records.guard import GuardError, read_input_text
+from ..records.stream import StreamError, check_result, read_stream
 
 
 class ReportError(ValueError):

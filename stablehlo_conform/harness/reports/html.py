@@ -18,9 +18,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..gate import Baseline
-from .. import jsonout
-from ..triage import triage_runs
+from ..records.gate import Baseline
+from ..records import jsonout
+from ..records.triage import triage_runs
 from . import incomplete_note
 
 def dtype_sort_key(name: str) -> tuple:

@@ -32,8 +32,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..gate import Baseline
-from ..result import describe_failure
+from ..records.gate import Baseline
+from ..records.result import describe_failure
 from . import incomplete_note
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

@@ -20,7 +20,6 @@ matrix, nothing else needs a script.
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import html
 import re
 import shlex
@@ -28,14 +27,12 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ..backends import display_name, shorten_names
-from ..backends.names import plugin_name
-from ..backends.pjrt import reusable_name
-from ..gate import Baseline
-from ..triage import Group, kind, normalise, triage
+from ..records.names import display_name, shorten_names
+from ..records.names import plugin_name
+from ..records.gate import Baseline
+from ..records.triage import Group, kind, normalise, triage
 from . import incomplete_note
 from .html import dtype_sort_key
-from ... import frontend
 from ...version import __version__ as tool_version
 
 PLUGIN_DIALECTS = ("stablehlo.", "chlo.")
@@ -128,17 +125,14 @@ def _without_location(message: str) -> str:
 def repro_command(rec: dict, backend: str) -> str:
     """A command that runs this one test on ``backend`` again, from the
     folder the report was made in: the test's file as the run named it, the
-    backend by a name it takes back (:func:`reusable_name`)."""
+    backend by the name given (``plugin-report`` gives one ``--backend`` takes
+    back here: :func:`~stablehlo_conform.harness.backends.pjrt.reusable_name`)."""
     tid = str(rec.get("id", ""))
     path, sep, name = tid.rpartition("::")
     path = str(rec.get("file") or path or tid)
     pattern = f"{path.rsplit('/', 1)[-1]}::{name}" if sep else tid
     return (f"conform run {shlex.quote(path)} -k {shlex.quote(pattern)} "
-            f"--backend {shlex.quote(_given_back(backend))}")
-
-
-# one look for installed plugins per backend, not one per repro command of a page
-_given_back = functools.lru_cache(maxsize=16)(reusable_name)
+            f"--backend {shlex.quote(backend)}")
 
 
 # --------------------------------------------------------------------------- #
@@ -288,7 +282,7 @@ def _known(rec: dict, baseline: Baseline | None) -> str:
     return f'<span class="known" title="{_e(entry.reason or "listed in the baseline")}">known</span>'
 
 
-def _wrong_section(groups: list[Group], backend: str, baseline: Baseline | None) -> str:
+def _wrong_section(groups: list[Group], backend: str, rerun: str, baseline: Baseline | None) -> str:
     rows = []
     n = 0
     for g in groups:
@@ -313,7 +307,7 @@ def _wrong_section(groups: list[Group], backend: str, baseline: Baseline | None)
             rows.append(f'<tr class="wrong-row" data-status="{_e(r["status"])}"><td>{_e(str(r.get("family")))}<br>'
                         f'<small>{_e(_dtype(r))}</small></td><td>{_e(str(r["id"]).rsplit("/", 1)[-1])}'
                         f"{_known(r, baseline)}</td>{values}"
-                        f"<td>{_copy(repro_command(r, backend), backend)}</td></tr>")
+                        f"<td>{_copy(repro_command(r, rerun), backend)}</td></tr>")
     if not rows:
         return '<section id="wrong"><h2>Wrong values and crashes</h2><p class="none">none</p></section>'
     head = "".join(f"<th>{h}</th>" for h in ("op<br>element type", "test", "actual", "expected", "error",
@@ -325,8 +319,8 @@ def _wrong_section(groups: list[Group], backend: str, baseline: Baseline | None)
             "</table></section>")
 
 
-def _group_section(sid: str, title: str, groups: list[Group], backend: str, baseline: Baseline | None,
-                   intro: str = "") -> str:
+def _group_section(sid: str, title: str, groups: list[Group], backend: str, rerun: str,
+                   baseline: Baseline | None, intro: str = "") -> str:
     total = sum(g.count for g in groups)
     if not groups:
         return f'<section id="{sid}"><h2>{_e(title)}</h2>{intro}<p class="none">none</p></section>'
@@ -340,7 +334,7 @@ def _group_section(sid: str, title: str, groups: list[Group], backend: str, base
         rows.append(f'<tr><td>{g.count}</td><td>{_e(", ".join(ops[:4]) + (" ..." if len(ops) > 4 else ""))}</td>'
                     f'<td>{_e(g.signature.dtype or "-")}</td><td class="msg">{_clip(why)}</td>'
                     f"<td><details><summary>{_e(str(ex['id']).rsplit('/', 1)[-1])}</summary><ul>{ids}</ul>"
-                    f"</details>{_copy(repro_command(ex, backend), backend)}</td></tr>")
+                    f"</details>{_copy(repro_command(ex, rerun), backend)}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("tests", "op", "element types", "why", "tests and repro"))
     widths = "".join(f'<col style="width:{w}%">' for w in (6, 16, 10, 46, 22))
     return (f'<section id="{sid}"><h2>{_e(title)} ({total})</h2>{intro}<table class="list" id="{sid}-table">'
@@ -441,10 +435,14 @@ def plugin_identity(doc: dict) -> dict[str, str]:
     return {"name": name, "version": version, "library": lib}
 
 
-def render_plugin_page(doc: dict, baseline: Baseline | None = None) -> str:
-    """The whole page of one ``plugin-report`` document."""
+def render_plugin_page(doc: dict, baseline: Baseline | None = None, *, parser: str = "-",
+                       rerun_backend: str | None = None) -> str:
+    """The whole page of one ``plugin-report`` document: ``parser`` names what parsed the
+    programs, ``rerun_backend`` the backend name its repro commands give (default: the
+    document's). Rendering reads the document only: it loads no MLIR and no backend."""
     results = doc.get("results") or [r for run in doc.get("suites", []) for r in run["results"]]
     backend = doc["backend"]
+    rerun = rerun_backend or backend
     info = doc.get("client") or {}
     ident = plugin_identity(doc)
     s = page_summary(results, baseline)
@@ -472,7 +470,7 @@ def render_plugin_page(doc: dict, baseline: Baseline | None = None) -> str:
         f" · <b>{_e(window)}</b></p>"
         f'<p class="detail">library {_e(ident["library"])} · name {_e(backend)}</p>'
         f'<p class="detail">checked by stablehlo-conform {_e(tool_version)} (programs parsed with '
-        f"{_e(frontend.provider_version())}) on {_e(suites)} · {generated}"
+        f"{_e(parser)}) on {_e(suites)} · {generated}"
         + (f" · baseline {_e(str(baseline.source))}" if baseline is not None else "") + "</p>"
         f'<p class="summary{" bad" if bad else ""}" id="summary" data-wrong="{s["wrong"]}" '
         f'data-wrong-ops="{s["wrong_ops"]}" data-crashes="{s["crashes"]}" data-coverage="{s["coverage"]:.1f}">'
@@ -493,13 +491,13 @@ def render_plugin_page(doc: dict, baseline: Baseline | None = None) -> str:
         doc = {**doc, "window": []}
     body = "\n".join((
         header,
-        _wrong_section(wrong, backend, baseline),
-        _group_section("errors", "Errors", errors, backend, baseline,
+        _wrong_section(wrong, backend, rerun, baseline),
+        _group_section("errors", "Errors", errors, backend, rerun, baseline,
                        '<p class="counts">Programs the plugin took but failed to compile or run, or ran to results '
                        "of another shape.</p>"),
         _matrix_section(results, s),
         _group_section("coverage", f"Coverage {s['coverage']:.1f}%: unsupported by reason", unsupported, backend,
-                       baseline, f'<p class="counts">{s["ran"]} of {s["plugin_programs"]} StableHLO/CHLO programs '
+                       rerun, baseline, f'<p class="counts">{s["ran"]} of {s["plugin_programs"]} StableHLO/CHLO programs '
                        "ran; the plugin called the rest unsupported"
                        + (f" ({s['companion']} programs of companion dialects are not counted)" if s["companion"]
                           else "") + ".</p>"),

@@ -6,8 +6,8 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from ..gate import GateResult
-from ..result import describe_failure
+from ..records.gate import GateResult
+from ..records.result import describe_failure
 
 MAX_LISTED = 50
 # C0 and C1 controls, DEL, and the bidi embeddings/overrides/isolates that reorder what a terminal shows

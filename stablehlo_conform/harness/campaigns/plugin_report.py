@@ -16,13 +16,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from .backends import display_name, get_backend, shorten_names
-from . import jsonout
-from .backends.pjrt import PjrtSpec, parse_name
-from .reports.plugin_html import _without_location, page_summary, reason, render_plugin_page, summary_line
-from .triage import kind, triage
-from .. import frontend
-from .reports.junit import write_junit
+from ..backends import display_name, get_backend, shorten_names
+from ..records import jsonout
+from ..backends.pjrt import PjrtSpec, parse_name, reusable_name
+from ..reports.plugin_html import _without_location, page_summary, reason, render_plugin_page, summary_line
+from ..records.triage import kind, triage
+from ... import frontend
+from ..reports.junit import write_junit
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
@@ -69,8 +69,8 @@ def _run(paths: Sequence[Path], backend: str, jobs: int, timeout: float | None,
     exception of a type in ``stop`` (an interrupt, with its ``signum``) ends
     it with the results so far, marked incomplete (stopped before its first
     file: every file not run)."""
-    from .cases import Options, discover  # loads mpmath: kept here for start-up time
-    from .runner import Runner  # loads mpmath: kept here for start-up time
+    from ..suite.cases import Options, discover  # loads mpmath: kept here for start-up time
+    from ..suite.runner import Runner  # loads mpmath: kept here for start-up time
 
     files = discover([str(p) for p in paths]) if files is None else files
     t0 = time.monotonic()
@@ -115,7 +115,7 @@ def build(backend: str, suites: Sequence[Path], sample: Sequence[Path], versions
         doc["suites"].append(run)
         log(f"  {_summary_text(run['summary'])}")
         if run.get("complete") is False:
-            from .cases import discover  # loads mpmath: kept here for start-up time
+            from ..suite.cases import discover  # loads mpmath: kept here for start-up time
 
             later = sum(len(discover([str(s)])) for s in suites[i + 1:])
             doc.update(complete=False, interrupted=run["interrupted"],
@@ -137,7 +137,7 @@ def _run_window(doc: dict[str, Any], sample: Sequence[Path], versions: int, jobs
     the phase: the versions that ran stay, the one it stopped holds what ran
     (``complete`` false), and ``doc`` is marked incomplete, the sample's
     files of the versions not run counted in ``not_run``."""
-    from .cases import discover  # loads mpmath: kept here for start-up time
+    from ..suite.cases import discover  # loads mpmath: kept here for start-up time
 
     spec, info = parse_name(doc["backend"]), doc["client"]
     todo: list[str] = []
@@ -278,7 +278,8 @@ def write_outputs(doc: dict, json_path: str | None, html_path: str | None, junit
         Path(json_path).write_text(jsonout.dumps(doc, indent=1, default=str))
     if html_path:
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(render_plugin_page(doc, baseline), encoding="utf-8")
+        Path(html_path).write_text(render_plugin_page(doc, baseline, parser=frontend.provider_version(),
+                                                         rerun_backend=reusable_name(doc["backend"])), encoding="utf-8")
     if junit_path:
         write_junit(junit_path, _junit_runs(doc), baseline)
 

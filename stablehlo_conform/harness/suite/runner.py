@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
-from ..kernels import _parallel
-from .backends.native import on_client_start
+from ...kernels import _parallel
+from ..backends.native import on_client_start
 from .cases import Options, run_file
-from .result import base_record
-from .guard import interrupts_held
-from .memory import bounded_events
-from .recipe import recipe_path
+from ..records.result import base_record
+from ..records.guard import interrupts_held
+from ..backends.memory import bounded_events
+from ..programs.recipe import recipe_path
 
 GRACE = 5.0  # seconds past the cooperative deadline before a worker is killed
 STARTUP = 30.0  # seconds a fresh worker may take to start (imports) before its first file counts
@@ -71,7 +71,7 @@ def _worker_main(conn, opts: Options, parent_pid: int | None = None, keep: bool 
     # a backend's client starting (before its first test, after a crash) runs on the load deadline, not a test's
     on_client_start(lambda label, done: conn.send(("client", label, done)))
     try:  # import the bindings now, so a file's load budget is spent on the file
-        from .. import frontend  # the bindings, in the worker before its first file
+        from ... import frontend  # the bindings, in the worker before its first file
 
         frontend.provider_version()
     except Exception:  # loading will say what is wrong

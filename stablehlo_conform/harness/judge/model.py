@@ -38,14 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import _float_info, is_float_dtype
-from ..errors import ConformError
-from ..oracle.classes import profile_from
-from ..program import Module
-from .backends.numpy_backend import NumpyBackend
+from ...compare import _float_info, is_float_dtype
+from ...errors import ConformError
+from ...oracle.classes import profile_from
+from ...program import Module
+from ..backends.numpy_backend import NumpyBackend
 from .diff import DiffOptions, Runner, _localise, _safe_run, make_runners
-from .recipe import Recipe, build_inputs, check_fits
-from .shadow import shadow_module, wide_value
+from ..programs.recipe import Recipe, build_inputs, check_fits
+from ..programs.shadow import shadow_module, wide_value
 
 FACTOR = 3.0
 METRIC = "rel-L2 to the float64 shadow"

@@ -3,7 +3,7 @@ with ``jax.jit(f).lower(...).as_text()`` on CPU (so they carry JAX's LAPACK
 custom calls) for every element type LAPACK has, and checked against
 ``jax.jit`` on the same inputs: element-wise where the result is unique, by
 the defining identity of the decomposition where it is not (see
-:mod:`.linalg_identity`).
+:mod:`..judge.linalg_identity`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import linalg_identity as LI
+from ..judge import linalg_identity as LI
 from .back_compat import compare_values
 
 DTYPES = ("float32", "float64", "complex64", "complex128")

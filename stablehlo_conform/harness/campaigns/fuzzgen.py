@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import frontend
-from .. import types as T
-from ..compare import _float_info
-from ..errors import ConformError
-from .backends import get_backend
+from ... import frontend
+from ... import types as T
+from ...compare import _float_info
+from ...errors import ConformError
+from ..backends import get_backend
 
 FLOATS = ("f32", "f64", "f16", "bf16")
 F8 = ("f8E4M3FN", "f8E5M2")

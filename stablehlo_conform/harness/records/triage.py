@@ -20,7 +20,7 @@ A signature is ``(stage, op, element type, normalised message)``:
   stand for the message.
 
 Baselines can list a signature instead of test ids (see
-:mod:`stablehlo_conform.harness.gate`): ``signature: <stage> | <op> | <type> | <message>``.
+:mod:`stablehlo_conform.harness.records.gate`): ``signature: <stage> | <op> | <type> | <message>``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends import display_name, shorten_names
+from .names import display_name, shorten_names
 
 STAGES = ("parse", "verify", "unsupported", "compile", "run", "crash", "timeout", "wrong value", "no test")
 

@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import types as T
-from . import jsonout
-from ..errors import InputError
-from ..numeric import make_complex
-from ..program import Func, walk_ops
-from . import guard
-from ..compare import _float_info
+from ... import types as T
+from ..records import jsonout
+from ...errors import InputError
+from ...numeric import make_complex
+from ...program import Func, walk_ops
+from ..records import guard
+from ...compare import _float_info
 
 DTYPES_KEY = "__conform_dtypes__"
 DYNAMIC_DIM = 3
@@ -159,7 +159,7 @@ def save_npz(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 def load_npz(path: str | Path) -> dict[str, np.ndarray]:
     """Read a ``.npz`` (ours or NumPy's); keeps the file's order of names.
-    Only a regular file is opened (see :mod:`.guard`); a file that is not a
+    Only a regular file is opened (see :mod:`..records.guard`); a file that is not a
     readable ``.npz`` (empty, cut, corrupt, not a zip) is an
     :class:`InputError` naming it."""
     try:

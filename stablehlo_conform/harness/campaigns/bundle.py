@@ -17,15 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from ..program import walk_ops
-from . import jsonout
-from .backends.base import check_ops
-from .guard import FolderNames, atomic_folder, safe_name
-from .inputs import save_npz
-from .programs import generated_inputs
-from .recipe import build_inputs
+from ...program import walk_ops
+from ..records import jsonout
+from ..backends.base import check_ops
+from ..records.guard import FolderNames, atomic_folder, safe_name
+from ..programs.inputs import save_npz
+from ..programs.arguments import generated_inputs
+from ..programs.recipe import build_inputs
 from .reduce import ENTRY, compare_outcomes, entry_program, run_outcomes
-from .. import frontend
+from ... import frontend
 
 
 def _cmd(*parts: str) -> str:
@@ -149,7 +149,7 @@ def bundle_program(folder: str | Path, text: str, entry: str, args: Sequence[np.
 
 def _case_of(record: dict) -> tuple[str, list[np.ndarray], str] | None:
     """(module text, inputs, entry) of a ``conform run`` result record."""
-    from .cases import enumerate_file  # loads mpmath: kept here for start-up time
+    from ..suite.cases import enumerate_file  # loads mpmath: kept here for start-up time
 
     try:
         cases = enumerate_file(record["file"])
@@ -242,7 +242,7 @@ def diff_bundle(folder: str | Path, program: str, module, entry: str, args: Sequ
 def first_divergence_case(module, entry: str, args: Sequence[np.ndarray], first: dict):
     """``(one-op module text, its recorded inputs)`` of the op a diff report
     names as the first divergence, or None."""
-    from .diff import _trace, one_op_text  # loads mpmath: kept here for start-up time
+    from ..judge.diff import _trace, one_op_text  # loads mpmath: kept here for start-up time
 
     events = _trace(module, entry, args, None, None)
     texts = frontend.op_texts(module.text)

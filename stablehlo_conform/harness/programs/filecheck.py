@@ -3,7 +3,7 @@
 ``{{regex}}`` blocks, runs of blanks matching any blanks, checks matched in order (each
 after the end of the previous match) against a program's printed output.
 
-Used by the RUN-line programs of the official suite (:mod:`.programs`: the interpreter's
+Used by the RUN-line programs of the official suite (:mod:`.arguments`: the interpreter's
 printed results) and by IREE's programs (:mod:`.iree_run`: the tools' printed results).
 """
 

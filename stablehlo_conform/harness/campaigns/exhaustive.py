@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import types as T
-from ..numeric import float_from_bits, significand_and_emin, wide
-from ..oracle import exact as X
+from ... import types as T
+from ...numeric import float_from_bits, significand_and_emin, wide
+from ...oracle import exact as X
 from .accuracy import _same_bits, backend_failure, dtype_of, op_arity, result_type, run_on_backend
-from .jsonout import number
+from ..records.jsonout import number
 
 CHUNK_BITS = 24
 WORST = 8  # worst inputs kept per chunk and per cell

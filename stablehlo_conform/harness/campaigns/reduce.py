@@ -45,16 +45,16 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import Engine
-from ..errors import ConformError, ParseError, Timeout
-from ..kernels.registry import load_all
-from ..program import walk_ops
-from .backends import get_backend
-from .backends.isolated import Isolated
-from .backends.base import check_ops
-from .guard import run_in_group
-from .inputs import random_inputs, save_npz
-from .. import frontend
+from ...engine import Engine
+from ...errors import ConformError, ParseError, Timeout
+from ...kernels.registry import load_all
+from ...program import walk_ops
+from ..backends import get_backend
+from ..backends.isolated import Isolated
+from ..backends.base import check_ops
+from ..records.guard import run_in_group
+from ..programs.inputs import random_inputs, save_npz
+from ... import frontend
 
 PROPERTIES = ("disagree", "crash", "compile-error", "script")
 MIN_ORACLE_SECONDS = 0.05  # the least time a candidate may keep the NumPy oracle busy
@@ -88,7 +88,7 @@ class _RunOpts:
         self.extra: dict = {}
 
 
-_SPEC = "stablehlo_conform.harness.reduce:CandidateRunner"
+_SPEC = "stablehlo_conform.harness.campaigns.reduce:CandidateRunner"
 
 
 class IsolatedBackends:
@@ -133,7 +133,7 @@ def compare_outcomes(outcomes: dict[str, dict], backends: Sequence[str]) -> list
     """Every result of every backend that ran against the first backend's
     (the one place that decides whether backends disagree): a list of
     ``compare_values`` records with ``index``, ``backend`` and ``against``."""
-    from .diff import compare_values  # loads mpmath: kept here for start-up time
+    from ..judge.diff import compare_values  # loads mpmath: kept here for start-up time
 
     base = backends[0]
     ref = outcomes.get(base, {}).get("values")
@@ -183,7 +183,7 @@ class Property:
         difference every op's accuracy class allows (a dot at the precision
         its ``precision_config`` leaves to the backend, an error accumulated
         over ops each within its bound) is no disagreement."""
-        from .diff import judged  # loads mpmath: kept here for start-up time
+        from ..judge.diff import judged  # loads mpmath: kept here for start-up time
 
         target = self.target or backends[-1]
         if self.kind == "disagree":
@@ -253,7 +253,7 @@ def entry_program(text: str, entry: str | None = None) -> tuple[str, bool]:
     arguments, check ops) has its checks stripped and returns the values they
     checked; the functions the entry does not reach are dropped. Returns
     ``(text, was_a_test)``."""
-    from .diff import entry_of  # loads mpmath: kept here for start-up time
+    from ..judge.diff import entry_of  # loads mpmath: kept here for start-up time
 
     module = frontend.load_text(text, "<program>")[0]
     func = entry_of(module, entry)
@@ -312,7 +312,7 @@ class _Reducer:
         """The per-op judgement of a candidate (``disagree`` only)."""
         if self.prop.kind != "disagree":
             return None
-        from .diff import judge_isolated  # loads mpmath: kept here for start-up time
+        from ..judge.diff import judge_isolated  # loads mpmath: kept here for start-up time
 
         return lambda: judge_isolated(text, list(inputs), self.runners, ENTRY, self.timeout)
 

@@ -66,7 +66,7 @@ class Result:
     disagreements: tuple[str, ...] | None = None
     compare_accuracy: str | None = None
     compare_verdict: dict | None = None
-    model: dict | None = None  # a model's judgement: metric, errors and bounds per output (harness/model.py)
+    model: dict | None = None  # a model's judgement: metric, errors and bounds per output (harness/judge/model.py)
     extra: tuple[tuple[str, Any], ...] = ()
     # a verdict set by a comparison after the comparison's fields is written after them
     verdict_last: bool = field(default=False, repr=False, compare=False)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import types as T
-from ..errors import ConformError
-from ..program import Block, Func, Module, Op, Region
+from ... import types as T
+from ...errors import ConformError
+from ...program import Block, Func, Module, Op, Region
 
 F64 = T.element_type("f64")
 C128 = T.element_type("complex<f64>")

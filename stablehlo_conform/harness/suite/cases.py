@@ -18,21 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import frontend
-from .. import types as T
-from ..errors import ConformError, ParseError
-from .verdict import judge_record, needs_oracle
-from ..program import Func, Module, SymbolRef, walk_ops
-from .backends import get_backend
-from .diff import compare_test
-from .filecheck import filecheck
-from .programs import ProgramCase, find_program_cases, format_results, generated_inputs
-from .model import run_model
-from .recipe import RecipeError, read_recipe, recipe_path
-from .result import Outcome, Result, Status, base_record, new_result, replace
-from .shard import in_shard
-from .guard import file_kind
-from .support import iree_programs, load_functions, test_ids, unsupported_message, unsupported_ops
+from ... import frontend
+from ... import types as T
+from ...errors import ConformError, ParseError
+from ..judge.verdict import judge_record, needs_oracle
+from ...program import Func, Module, SymbolRef, walk_ops
+from ..backends import get_backend
+from ..judge.diff import compare_test
+from ..programs.filecheck import filecheck
+from ..programs.arguments import ProgramCase, find_program_cases, format_results, generated_inputs
+from ..judge.model import run_model
+from ..programs.recipe import RecipeError, read_recipe, recipe_path
+from ..records.result import Outcome, Result, Status, base_record, new_result, replace
+from ..records.shard import in_shard
+from ..records.guard import file_kind
+from ..programs.support import iree_programs, load_functions, test_ids, unsupported_message, unsupported_ops
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 
@@ -66,7 +66,7 @@ class Options:
     infeed: str | None = None
     compare: tuple[str, ...] = ()
     pattern: str | None = None  # -k: only tests whose id matches
-    shard: tuple[int, int] | None = None  # --shard K/N: only the tests of shard K (see harness/shard.py)
+    shard: tuple[int, int] | None = None  # --shard K/N: only the tests of shard K (see harness/records/shard.py)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -241,7 +241,7 @@ def enumerate_file(path: str) -> FileCases:
 
 
 def model_case(path: str, recipe: Path, loaded: list[Module], out: FileCases) -> FileCases:
-    """A model: the program and the recipe beside it (:mod:`.model`), one test."""
+    """A model: the program and the recipe beside it (:mod:`..judge.model`), one test."""
     mod = loaded[0]
     try:
         rec = read_recipe(recipe)
@@ -339,7 +339,7 @@ PROGRAM_SIZES = (4, 8, 5, 3)
 
 
 def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
-    """Run a program that takes arguments (see :mod:`.programs`)."""
+    """Run a program that takes arguments (see :mod:`..programs.arguments`)."""
     func = case.func
     family, ops, dtypes = family_of(mod, func)
     r = new_result(mod.source, tid, func.name, func.loc.line, family=family, ops=ops, dtypes=dtypes,

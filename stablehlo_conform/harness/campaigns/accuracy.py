@@ -56,16 +56,16 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import frontend
-from . import jsonout
-from .. import types as T
-from ..compare import ulp_distance
-from .backends import get_backend
-from .backends.names import display_name, shorten_names
+from ... import frontend
+from ..records import jsonout
+from ... import types as T
+from ...compare import ulp_distance
+from ..backends import get_backend
+from ..records.names import display_name, shorten_names
 from .cluster import init_worker, kill_workers
-from ..numeric import float_from_bits, kind_of, significand_and_emin, wide
-from ..oracle import exact as X
-from ..oracle.classes import EXACT_OPS, measured_bound
+from ...numeric import float_from_bits, kind_of, significand_and_emin, wide
+from ...oracle import exact as X
+from ...oracle.classes import EXACT_OPS, measured_bound
 
 # element types measured, narrowest first
 FLOAT_TYPES = ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FN", "f8E4M3FNUZ",
@@ -562,7 +562,7 @@ def render_markdown(cells: Sequence[Cell], meta: dict, notes: dict | None = None
              "backend rejected the program; `n/a`: the op is not defined on the type (see the notes under the",
              "table). Unary ops on 4- to 16-bit types and binary ops on 4- to 8-bit types are exhaustive",
              f"(every value or pair); other cells use {samples} seeded samples plus edge values (a tenth of",
-             "them for the slow special functions; see `stablehlo_conform/harness/accuracy.py`). Complex",
+             "them for the slow special functions; see `stablehlo_conform/harness/campaigns/accuracy.py`). Complex",
              "results are measured part by part, each part in its own ULP. Inputs whose value the spec",
              "leaves open (poles of digamma, complex infinities, ...) are not counted.", ""]
     lines += timing_text(cells, runs)

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import types as T
-from ..errors import ConformError, InputError
-from ..program import Func, Module
+from ... import types as T
+from ...errors import ConformError, InputError
+from ...program import Func, Module
 from .filecheck import check_lines, filecheck
 
 TOOLS = ("iree-run-mlir", "iree-run-module")

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import types as T
-from ..errors import InputError
+from ... import types as T
+from ...errors import InputError
 
 FORMAT = "stablehlo-conform model recipe 1"
 SUFFIX = ".recipe.json"

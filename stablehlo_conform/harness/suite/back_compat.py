@@ -7,7 +7,7 @@ when they were exported, for CPU, CUDA, ROCm and TPU. :func:`cases` lists them;
 :func:`run_case` runs one through :func:`stablehlo_conform.evaluate` (the path
 of ``conform eval``) and compares with the expected outputs: element-wise
 within a tolerance, or — for decompositions that are not unique (QR, eigen,
-SVD, Schur) — by their defining identity (see :mod:`.linalg_identity`), and the
+SVD, Schur) — by their defining identity (see :mod:`..judge.linalg_identity`), and the
 result says which.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from . import linalg_identity as LI
-from ..errors import ConformError, UnsupportedOp
-from .. import frontend
-from .backends import evaluate
+from ..judge import linalg_identity as LI
+from ...errors import ConformError, UnsupportedOp
+from ... import frontend
+from ..backends import evaluate
 
 PACKAGE = "jax._src.internal_test_util.export_back_compat_test_data"
 

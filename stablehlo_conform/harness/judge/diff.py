@@ -28,17 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import frontend, types as T
-from ..compare import DEFAULT_ULP, _float_info, compare, is_float_dtype, ulp_distance
-from ..errors import ConformError
+from ... import frontend, types as T
+from ...compare import DEFAULT_ULP, _float_info, compare, is_float_dtype, ulp_distance
+from ...errors import ConformError
 from .verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends, judge_op, magnitude, needs_oracle
-from ..program import Func, Module, walk_ops
-from ..engine import Engine
-from ..kernels.registry import load_all
-from ..oracle import classes as C
-from ..oracle.classes import profile_from
-from .backends import get_backend
-from .backends.checks import check_ops
+from ...program import Func, Module, walk_ops
+from ...engine import Engine
+from ...kernels.registry import load_all
+from ...oracle import classes as C
+from ...oracle.classes import profile_from
+from ..backends import get_backend
+from ..backends.checks import check_ops
 
 CONTAINER_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite"})
 """Ops whose values come from the ops of their regions (or callee): judged there."""

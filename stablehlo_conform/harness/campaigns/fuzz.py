@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from .diff import judge_isolated, judged
+from ..judge.diff import judge_isolated, judged
 from .fuzzgen import Program, generate
 from .bundle import write_bundle
-from .inputs import save_npz
+from ..programs.inputs import save_npz
 from .reduce import IsolatedBackends, Property, compare_outcomes, reduce_program
-from .shard import indices, shard_info
+from ..records.shard import indices, shard_info
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)")
 _ETYPE = re.compile(r"tensor<(?:[0-9?]+x)*([a-zA-Z0-9]+(?:<[a-z0-9]+>)?)>")

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConformError
-from ..oracle import precision as P
-from .. import frontend
+from ...errors import ConformError
+from ...oracle import precision as P
+from ... import frontend
 
 M = N = 64
 ACC_ROWS = 30

@@ -17,7 +17,7 @@ baseline written from ``conform run ../suite`` also applies to a run of
 ``[``); a glob matches the end of an id.
 
 An entry may also name a failure *signature* (see
-:mod:`stablehlo_conform.harness.triage`) instead of ids: it excuses every
+:mod:`stablehlo_conform.harness.records.triage`) instead of ids: it excuses every
 non-passing result with that signature (a whole group of ``conform
 triage``). Text lines ``signature: <stage> | <op> | <types> | <message> | <reason>``
 (types ``*``: any); JSON ``"expected_signatures": {"<signature>": {"reason": ...}}``.

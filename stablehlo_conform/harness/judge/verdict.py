@@ -47,18 +47,18 @@ from typing import Any
 
 import numpy as np
 
-from .. import types as T
-from ..compare import _almost_equal, is_float_dtype, ulp_distance
-from ..errors import ConformError
-from ..kernels import iree_check
-from ..kernels import random as rng_kernels
-from ..engine import Engine, OpContext
-from .backends import get_backend
-from .backends.checks import check_ops, is_check
-from .backends.numpy_backend import NumpyBackend
-from ..kernels.registry import load_all
-from ..program import Block, Module, Op, Region, walk_ops
-from ..oracle import classes as C
+from ... import types as T
+from ...compare import _almost_equal, is_float_dtype, ulp_distance
+from ...errors import ConformError
+from ...kernels import iree_check
+from ...kernels import random as rng_kernels
+from ...engine import Engine, OpContext
+from ..backends import get_backend
+from ..backends.checks import check_ops, is_check
+from ..backends.numpy_backend import NumpyBackend
+from ...kernels.registry import load_all
+from ...program import Block, Module, Op, Region, walk_ops
+from ...oracle import classes as C
 
 BACKEND_WRONG = "backend wrong"
 GOLDEN_WRONG = "golden wrong"
@@ -239,7 +239,7 @@ def rounding_ops(rec: Recorder, value: Any, profile, limit: int = 5000) -> list[
 
 
 def _exact_module():
-    from ..oracle import exact  # here: mpmath's start-up only when a reference is computed
+    from ...oracle import exact  # here: mpmath's start-up only when a reference is computed
 
     return exact
 
