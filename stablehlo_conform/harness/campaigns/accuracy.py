@@ -452,7 +452,7 @@ def read_jsonl(path: str) -> tuple[list[Cell], list[dict]]:
 # the report
 # --------------------------------------------------------------------------- #
 
-NOTES_FILE = Path(__file__).resolve().parents[1] / "oracle" / "accuracy_notes.json"
+NOTES_FILE = Path(__file__).resolve().parents[2] / "oracle" / "accuracy_notes.json"
 NOTED_BACKEND = "numpy"  # the backend whose cells that are not correctly rounded must each have a reason
 
 # why an op has no cell on complex types (shown as n/a)

@@ -24,7 +24,7 @@ from ..records.triage import kind, triage
 from ... import frontend
 from ..reports.junit import write_junit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 
 
