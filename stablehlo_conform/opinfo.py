@@ -4,16 +4,19 @@ An :class:`OpInfo` carries an op's kernel (``fn(op, *operands) -> tuple``, see
 :mod:`stablehlo_conform.kernels`), the element-type families it takes, how it treats quantized
 operands (spec.md "Quantization": ``dequantize`` runs the float op between dequantize and
 quantize, ``storage`` moves storage values unchanged), whether its result on constants may be
-computed once (``folds``), whether it ends a region (``terminator``), the accuracy class of a
-float result (see :mod:`stablehlo_conform.oracle.classes`) and its exact reference
+computed once (``folds``), whether it ends a region (``terminator``), whether its result is a
+constant loaded with the program (``constant``), the accuracy class of a float result (see
+:mod:`stablehlo_conform.oracle.classes`) and its exact reference
 (:mod:`stablehlo_conform.oracle.exact`: a name of a built-in definition, or an mpmath function of
 real arguments).
 
 This module sits below the oracle, the kernels and the interpreter: each of them reads the
-registry (the sets they used to keep are live views, :meth:`Registry.where`). The facts of the
-built-in ops are declared at the end of this module, their kernels by ``@kernel`` in the kernel
-modules, their exact definitions in :mod:`stablehlo_conform.oracle.exact`. A new op is one
-:func:`register_op` call.
+registry (the sets they used to keep are live views, :meth:`Registry.where`). It names no op:
+a built-in op's facts are declared with its kernel (``@kernel(name, **facts)`` in the kernel
+modules; the ops the engine runs without a kernel in :mod:`stablehlo_conform.kernels.control_flow`),
+its exact definition in :mod:`stablehlo_conform.oracle.exact`, so a reader of the facts loads the
+kernels first (:func:`stablehlo_conform.kernels.load_all`). A new op is one :func:`register_op`
+call.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class OpInfo:
     quantized: str | None = None
     folds: bool = False
     terminator: bool = False
+    constant: bool = False  # the result is the op's value attribute, loaded with the program
     accuracy: str | None = None  # None: a float result is held to its ULP bound (ulp_defaults.json or ``ulps``)
     reduces: bool = False  # a reduction whose body decides between exact and accumulating
     selects: bool = False  # as a reduction body, selects one of its operands (exact)
@@ -240,74 +244,3 @@ def register_op(name: str, kernel: Kernel | None = None, **facts) -> OpInfo:
     if facts or kernel is None:
         OPS.declare(name, **facts)
     return OPS.info(name)
-
-
-# --------------------------------------------------------------------------- #
-# Facts of the built-in ops (kernels: kernels/*.py; exact definitions: oracle/exact.py)
-# --------------------------------------------------------------------------- #
-
-
-def _names(prefix: str, words: str) -> list[str]:
-    return [prefix + w for w in words.split()]
-
-
-_S = "stablehlo."
-
-# ops that end a region or function: run by the interpreter, no kernel
-OPS.declare_all(["func.return", "stablehlo.return", "chlo.return", "mhlo.return", "scf.yield", "tensor.yield",
-                 "shape.assuming_yield", "sdy.return"], terminator=True)
-
-LOADED_CONSTANTS = frozenset({"stablehlo.constant", "arith.constant", "mhlo.constant", "chlo.constant"})
-
-# results depend on nothing but operands and attributes (no regions, checks, state, tokens or
-# printed output): computed once where every operand is a constant
-OPS.declare_all([*LOADED_CONSTANTS, "stablehlo.iota"] + _names(
-    _S, "add subtract multiply divide remainder maximum minimum negate abs sign not and or xor "
-        "compare select clamp convert bitcast_convert broadcast_in_dim reshape transpose slice "
-        "concatenate pad reverse shift_left shift_right_logical shift_right_arithmetic"), folds=True)
-
-# spec semantics on quantized tensors: dequantize -> float op -> quantize (dequantize_op_quantize
-# and its compare/select/batch_norm/hybrid variants)
-OPS.declare_all(_names(
-    _S, "abs add atan2 batch_norm_grad batch_norm_inference batch_norm_training cbrt ceil "
-        "cholesky clamp compare convolution cosine divide dot_general dynamic_conv "
-        "exponential exponential_minus_one floor is_finite log log_plus_one logistic maximum "
-        "minimum multiply negate power reduce_precision remainder round_nearest_afz "
-        "round_nearest_even rsqrt select sign sine sqrt subtract tan tanh triangular_solve"), quantized=DEQUANTIZE)
-
-# ops that move, select or forward storage values unchanged (their constraints keep quantization
-# parameters), and ops whose kernels are written for quantized values themselves (quantize /
-# dequantize, constant, iota) or whose bodies carry the arithmetic (reduce, sort, map, ...)
-OPS.declare_all(_names(
-    _S, "uniform_quantize uniform_dequantize iota dynamic_iota bitcast_convert "
-        "broadcast_in_dim dynamic_broadcast_in_dim concatenate dynamic_slice "
-        "dynamic_update_slice gather dynamic_gather scatter pad dynamic_pad reshape "
-        "dynamic_reshape reverse slice real_dynamic_slice transpose get_dimension_size "
-        "get_tuple_element tuple optimization_barrier if case while return "
-        "all_gather all_to_all all_reduce reduce_scatter collective_permute "
-        "collective_broadcast send recv infeed outfeed async_start async_done "
-        "custom_call composite reduce reduce_window select_and_scatter sort map "
-        "set_dimension_size")
-    + ["func.call", "func.return", "interpreter.probe", "interpreter.print", "interpreter.run_parallel"],
-    quantized=STORAGE)
-
-# accuracy of a float result: exact (data movement, conversion the spec rounds, exactly
-# representable results, bitwise)
-OPS.declare_all(_names(
-    _S, "broadcast_in_dim broadcast reshape transpose slice dynamic_slice dynamic_update_slice concatenate "
-        "pad reverse gather dynamic_gather iota dynamic_iota dynamic_broadcast_in_dim dynamic_reshape "
-        "dynamic_pad real_dynamic_slice torch_index_select constant select sort tuple get_tuple_element "
-        "optimization_barrier all_gather all_to_all collective_permute collective_broadcast "
-        "set_dimension_size get_dimension_size "
-        "convert bitcast_convert reduce_precision abs negate sign floor ceil round_nearest_afz "
-        "round_nearest_even maximum minimum clamp remainder real imag complex is_finite compare "
-        "and or xor not popcnt count_leading_zeros shift_left shift_right_arithmetic shift_right_logical")
-    + _names("chlo.", "top_k constant constant_like broadcast_select broadcast_complex conj next_after "
-                      "broadcast_next_after is_inf is_neg_inf is_pos_inf broadcast_maximum broadcast_minimum "
-                      "broadcast_remainder broadcast_compare"), accuracy=EXACT)
-OPS.declare_all(_names(_S, "dot_general dot convolution dynamic_conv") + ["chlo.ragged_dot"], accuracy=DOT)
-OPS.declare_all(_names(_S, "reduce reduce_window fft triangular_solve"), accuracy=ACCUMULATE)
-OPS.declare_all(_names(_S, "rng rng_bit_generator"), accuracy=IMPLEMENTATION)
-OPS.declare_all(_names(_S, "reduce reduce_window scatter select_and_scatter all_reduce reduce_scatter"),
-                reduces=True)
-OPS.declare_all(_names(_S, "maximum minimum and or select compare return"), selects=True)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import types as T
 from ..numeric import ieee_maximum, ieee_minimum, order_zero_result
-from .registry import kernel
+from .registry import kernel, kernel_of
 
 _I64 = np.dtype(np.int64)
 _U64 = np.dtype(np.uint64)
@@ -138,7 +138,7 @@ def _shape_of(*xs) -> tuple:
 # --------------------------------------------------------------------------- #
 
 
-def _int_binary(name, fn, signed: bool):
+def _int_binary(name, fn, signed: bool, **facts):
     def k(op, a, b):
         el = result_element(op)
         bits = bits_of(el)
@@ -147,10 +147,7 @@ def _int_binary(name, fn, signed: bool):
             r = fn(conv(a, bits), conv(b, bits))
         return (wrap(r, el),)
 
-    k.__name__ = name.replace(".", "_")
-    k.__doc__ = f"``{name}`` (MLIR arith dialect)."
-    kernel(name)(k)
-    return k
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect).", **facts)
 
 
 _int_binary("arith.addi", np.add, False)
@@ -182,7 +179,7 @@ def _trunc_div(a, b):
     return np.where(zero, np.zeros_like(q), q), zero
 
 
-def _unsigned_division(name, fn):
+def _unsigned_division(name, fn, **facts):
     """Register ``name``: ``fn(x, y)`` on the unsigned readings of the
     operands, with 0 where the divisor is 0."""
 
@@ -193,10 +190,7 @@ def _unsigned_division(name, fn):
         y1, zero = _safe_div(x, y)
         return (wrap(np.where(zero, np.uint64(0), fn(x, y1)), el),)
 
-    k.__name__ = name.replace(".", "_")
-    k.__doc__ = f"``{name}`` (MLIR arith dialect); division by zero gives 0."
-    kernel(name)(k)
-    return k
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect); division by zero gives 0.", **facts)
 
 
 _unsigned_division("arith.divui", lambda x, y: x // y)
@@ -361,15 +355,12 @@ def mulsi_extended(op, a, b):
 # --------------------------------------------------------------------------- #
 
 
-def _float_binary(name, fn):
+def _float_binary(name, fn, **facts):
     def k(op, a, b):
         dt = op.result_dtype(0)
         return (float_compute(fn, dt, a, b),)
 
-    k.__name__ = name.replace(".", "_")
-    k.__doc__ = f"``{name}`` (MLIR arith dialect), IEEE-754 with round to nearest even."
-    kernel(name)(k)
-    return k
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect), IEEE-754 with round to nearest even.", **facts)
 
 
 def ieee_minimum_number(x, y):

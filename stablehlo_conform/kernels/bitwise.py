@@ -22,7 +22,7 @@ import functools
 import numpy as np
 
 from ..numeric import bits_of, from_unsigned_pattern, is_signed, to_i64, unsigned_pattern, wrap_i64
-from ..opinfo import FastPath
+from ..opinfo import EXACT, FastPath
 from . import _fast
 from ._fast import native_family
 from .elementwise import _kind, binary, int_fn, unary
@@ -36,13 +36,13 @@ def _logic(f_bool, f_int):
     return g
 
 
-and_ = binary("stablehlo.and")(_logic(np.logical_and, np.bitwise_and))
-or_ = binary("stablehlo.or")(_logic(np.logical_or, np.bitwise_or))
-xor = binary("stablehlo.xor")(_logic(np.logical_xor, np.bitwise_xor))
-not_ = unary("stablehlo.not")(_logic(np.logical_not, np.invert))
+and_ = binary("stablehlo.and", folds=True, accuracy=EXACT, selects=True)(_logic(np.logical_and, np.bitwise_and))
+or_ = binary("stablehlo.or", folds=True, accuracy=EXACT, selects=True)(_logic(np.logical_or, np.bitwise_or))
+xor = binary("stablehlo.xor", folds=True, accuracy=EXACT)(_logic(np.logical_xor, np.bitwise_xor))
+not_ = unary("stablehlo.not", folds=True, accuracy=EXACT)(_logic(np.logical_not, np.invert))
 
 
-@unary("stablehlo.popcnt")
+@unary("stablehlo.popcnt", accuracy=EXACT)
 def popcnt(dt, x):
     u = unsigned_pattern(x)
     return np.bitwise_count(u).astype(np.int64).astype(dt)
@@ -66,7 +66,7 @@ def clz_values(x) -> np.ndarray:
     return n
 
 
-@unary("stablehlo.count_leading_zeros")
+@unary("stablehlo.count_leading_zeros", accuracy=EXACT)
 def count_leading_zeros(dt, x):
     return wrap_i64(clz_values(x), dt)
 
@@ -140,10 +140,11 @@ def _native(dt, *operand_dtypes) -> bool:
     return native_family(dt) == "int" and all(d == dt for d in operand_dtypes)
 
 
-def _shift_op(name: str, kind: str):
-    """Register the ``kind`` shift as the kernel of ``name``: :func:`shift_native` where the
-    operands are of one native integer type, else :func:`shift_general`; its fast path takes
-    broadcast views (a constant amount is not materialized)."""
+def _shift_op(name: str, kind: str, **facts):
+    """Register the ``kind`` shift as the kernel of ``name`` (with the op's ``facts``):
+    :func:`shift_native` where the operands are of one native integer type, else
+    :func:`shift_general`; its fast path takes broadcast views (a constant amount is not
+    materialized)."""
     def f(dt, a, s):
         dt = np.dtype(dt)
         a, s = np.asarray(a), np.asarray(s)
@@ -158,9 +159,9 @@ def _shift_op(name: str, kind: str):
         return _fast.elementwise(f)(op)
 
     f.__name__ = name.rsplit(".", 1)[1]
-    return binary(name, fast=fast)(f)
+    return binary(name, fast=fast, **facts)(f)
 
 
-shift_left = _shift_op("stablehlo.shift_left", "left")
-shift_right_logical = _shift_op("stablehlo.shift_right_logical", "logical")
-shift_right_arithmetic = _shift_op("stablehlo.shift_right_arithmetic", "arithmetic")
+shift_left = _shift_op("stablehlo.shift_left", "left", folds=True, accuracy=EXACT)
+shift_right_logical = _shift_op("stablehlo.shift_right_logical", "logical", folds=True, accuracy=EXACT)
+shift_right_arithmetic = _shift_op("stablehlo.shift_right_arithmetic", "arithmetic", folds=True, accuracy=EXACT)

@@ -88,12 +88,13 @@ from . import bitwise as B
 from . import elementwise as E
 from . import float_math as M
 from .comparison import compare_values, enum_value
-from .registry import kernel
+from ..opinfo import EXACT
+from .registry import kernel, kernel_of
 
 _U64 = np.uint64
 
 
-def _chlo_unary(name, f, refine=None, f64=None):
+def _chlo_unary(name, f, refine=None, f64=None, **facts):
     """``f`` on f64 (complex128) values, rounded once; on an f64 result type ``f64`` instead,
     and on complex128 ``f`` in extended precision (default ``f64``: that too,
     :func:`._extended.in_f64`). Without ``refine``, an f32 or f16 tensor takes the screened
@@ -108,7 +109,7 @@ def _chlo_unary(name, f, refine=None, f64=None):
 
     g.__name__ = name.split(".")[-1]
     # the screened f32/f16 fast path computes float_fn's value without refine only
-    return E.unary(name, fast=M.rounded_once_fast(f, g) if refine is None else None)(g)
+    return E.unary(name, fast=M.rounded_once_fast(f, g) if refine is None else None, **facts)(g)
 
 
 def _odd(f):
@@ -244,13 +245,13 @@ erf_inv = _chlo_unary("chlo.erf_inv", _odd(sc.erfinv), f64=_odd(_erf_inv_f64))
 lgamma = _chlo_unary("chlo.lgamma", _lgamma, _near_negative_root, f64=X.in_f64(X.lgamma))
 
 
-def _chlo_binary(name, f, f64=None, refine=None):
+def _chlo_binary(name, f, f64=None, refine=None, **facts):
     def g(dt, a, b):
         wide_f = f64 if f64 is not None and np.dtype(dt) == F64 else f
         return E.float_fn(wide_f, dt, a, b, op=name, refine=refine)
 
     g.__name__ = name.split(".")[-1]
-    return E.binary(name)(g)
+    return E.binary(name, **facts)(g)
 
 
 igamma = _chlo_binary("chlo.igamma", _igamma)
@@ -313,7 +314,7 @@ def asin_acos_kernel(dt, x):
     return E.float_fn(_asin_acos_kernel, dt, x)
 
 
-@E.unary("chlo.conj")
+@E.unary("chlo.conj", accuracy=EXACT)
 def conj(dt, x):
     x = np.asarray(x)
     return np.conj(x) if kind_of(x.dtype) == "complex" else x
@@ -347,20 +348,18 @@ def square(dt, x):
     return E.multiply(dt, x, x)
 
 
-def _classify(name, f):
-    @kernel(name)
+def _classify(name, f, **facts):
     def k(op, x):
         with np.errstate(all="ignore"):
             w = wide(np.asarray(x))
             return (np.asarray(f(w), dtype=np.bool_),)
 
-    k.__name__ = name.split(".")[-1]
-    return k
+    return kernel_of(k, name, label=name.split(".")[-1], **facts)
 
 
-is_inf = _classify("chlo.is_inf", np.isinf)
-is_neg_inf = _classify("chlo.is_neg_inf", lambda w: np.isinf(w) & (w < 0))
-is_pos_inf = _classify("chlo.is_pos_inf", lambda w: np.isinf(w) & (w > 0))
+is_inf = _classify("chlo.is_inf", np.isinf, accuracy=EXACT)
+is_neg_inf = _classify("chlo.is_neg_inf", lambda w: np.isinf(w) & (w < 0), accuracy=EXACT)
+is_pos_inf = _classify("chlo.is_pos_inf", lambda w: np.isinf(w) & (w > 0), accuracy=EXACT)
 
 
 def next_after_values(x, y, dt):
@@ -385,7 +384,7 @@ def next_after_values(x, y, dt):
     return np.where(nan, np.array(np.nan).astype(dt), r).astype(dt)
 
 
-@E.binary("chlo.next_after")
+@E.binary("chlo.next_after", accuracy=EXACT)
 def next_after(dt, x, y):
     return next_after_values(x, y, dt)
 
@@ -452,16 +451,11 @@ _BROADCAST = {
     "chlo.broadcast_add": E.add,
     "chlo.broadcast_and": B.and_,
     "chlo.broadcast_atan2": M.atan2,
-    "chlo.broadcast_complex": E.complex_,
     "chlo.broadcast_divide": E.divide,
-    "chlo.broadcast_maximum": E.maximum,
-    "chlo.broadcast_minimum": E.minimum,
     "chlo.broadcast_multiply": E.multiply,
-    "chlo.broadcast_next_after": next_after,
     "chlo.broadcast_or": B.or_,
     "chlo.broadcast_polygamma": polygamma,
     "chlo.broadcast_power": E.power,
-    "chlo.broadcast_remainder": E.remainder,
     "chlo.broadcast_shift_left": B.shift_left,
     "chlo.broadcast_shift_right_arithmetic": B.shift_right_arithmetic,
     "chlo.broadcast_shift_right_logical": B.shift_right_logical,
@@ -472,23 +466,32 @@ _BROADCAST = {
     "chlo.broadcast_igammac": igammac,
 }
 
+# the broadcast forms of ops whose results are exact (data selection, exactly representable)
+_BROADCAST_EXACT = {
+    "chlo.broadcast_complex": E.complex_,
+    "chlo.broadcast_maximum": E.maximum,
+    "chlo.broadcast_minimum": E.minimum,
+    "chlo.broadcast_next_after": next_after,
+    "chlo.broadcast_remainder": E.remainder,
+}
 
-def _make_broadcast(name, fn):
+
+def _make_broadcast(name, fn, **facts):
     def k(op, a, b):
         a, b = broadcast_operands(op, a, b)
         return E.apply(op, fn, (a, b))
 
-    k.__name__ = name.split(".")[-1]
-    k.__doc__ = f"``{name}``: broadcast, then the element-wise op."
-    kernel(name)(k)
-    return k
+    return kernel_of(k, name, label=name.split(".")[-1], doc=f"``{name}``: broadcast, then the element-wise op.",
+                     **facts)
 
 
 for _name, _fn in _BROADCAST.items():
     _make_broadcast(_name, _fn)
+for _name, _fn in _BROADCAST_EXACT.items():
+    _make_broadcast(_name, _fn, accuracy=EXACT)
 
 
-@kernel("chlo.broadcast_compare")
+@kernel("chlo.broadcast_compare", accuracy=EXACT)
 def broadcast_compare(op, a, b):
     a, b = broadcast_operands(op, a, b)
     direction = enum_value(op.attr("comparison_direction"))
@@ -499,7 +502,7 @@ def broadcast_compare(op, a, b):
         return (np.asarray(compare_values(a, b, direction, ctype), dtype=np.bool_),)
 
 
-@kernel("chlo.broadcast_select")
+@kernel("chlo.broadcast_select", accuracy=EXACT)
 def broadcast_select(op, pred, on_true, on_false):
     p, t, f = np.broadcast_arrays(np.asarray(pred), np.asarray(on_true), np.asarray(on_false))
     return (out(np.where(p.astype(bool), t, f), op.result_dtype(0)),)

@@ -27,6 +27,7 @@ import numpy as np
 
 from .linalg import dot_general_arrays
 from .reduction import contiguous
+from ..opinfo import DOT
 from .registry import kernel
 
 
@@ -47,7 +48,7 @@ def _ragged_dims(op) -> dict[str, tuple[int, ...]]:
     return {n: _dims_field(text, n) for n in names}
 
 
-@kernel("chlo.ragged_dot")
+@kernel("chlo.ragged_dot", accuracy=DOT)
 def ragged_dot(op, lhs, rhs, group_sizes):
     """chlo.ragged_dot: a dot_general over groups of the lhs ragged dimension."""
     d = _ragged_dims(op)

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ConformError
 from ..process_grid import CollectiveMismatch, ProcessInfo, fmt_pid, process_of
 from ..program import MeshAxesGroups
+from ..opinfo import EXACT, STORAGE
 from .registry import kernel
 from .sharding import mesh_groups
 
@@ -156,7 +157,7 @@ def _meet_global_group(op, operands):
     return info, group, _meet(op, info, group, operands)
 
 
-@kernel("stablehlo.all_gather")
+@kernel("stablehlo.all_gather", quantized=STORAGE, accuracy=EXACT)
 def all_gather(op, *operands):
     """See spec.md#all_gather."""
     info, group, parts = _meet_global_group(op, operands)
@@ -166,14 +167,14 @@ def all_gather(op, *operands):
         for i in range(len(operands)))
 
 
-@kernel("stablehlo.all_reduce")
+@kernel("stablehlo.all_reduce", quantized=STORAGE, reduces=True)
 def all_reduce(op, *operands):
     """See spec.md#all_reduce."""
     info, group, parts = _meet_global_group(op, operands)
     return tuple(_reduce(op, [p[i] for p in parts], i) for i in range(len(operands)))
 
 
-@kernel("stablehlo.reduce_scatter")
+@kernel("stablehlo.reduce_scatter", quantized=STORAGE, reduces=True)
 def reduce_scatter(op, *operands):
     """See spec.md#reduce_scatter."""
     info, group, parts = _meet_global_group(op, operands)
@@ -189,7 +190,7 @@ def reduce_scatter(op, *operands):
     return tuple(out)
 
 
-@kernel("stablehlo.all_to_all")
+@kernel("stablehlo.all_to_all", quantized=STORAGE, accuracy=EXACT)
 def all_to_all(op, *operands):
     """See spec.md#all_to_all."""
     info = process_of(op.engine)
@@ -209,7 +210,7 @@ def all_to_all(op, *operands):
     return tuple(out)
 
 
-@kernel("stablehlo.collective_permute")
+@kernel("stablehlo.collective_permute", quantized=STORAGE, accuracy=EXACT)
 def collective_permute(op, operand):
     """See spec.md#collective_permute."""
     info = process_of(op.engine)
@@ -254,7 +255,7 @@ def _root(op, roots, j: int, group) -> int:
     return r
 
 
-@kernel("stablehlo.collective_broadcast")
+@kernel("stablehlo.collective_broadcast", quantized=STORAGE, accuracy=EXACT)
 def collective_broadcast(op, *operands):
     """See spec.md#collective_broadcast."""
     info = process_of(op.engine)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import types as T
 from ..numeric import bits_of, float_bits, kind_of, native_float_pair
-from ..opinfo import FastPath
+from ..opinfo import DEQUANTIZE, EXACT, FastPath
 from . import _fast
 from .elementwise import _element, dequantize
 from .registry import kernel
@@ -113,7 +113,7 @@ def _fast_compare(op):
     return FastPath(uf, views=True, out=True)
 
 
-@kernel("stablehlo.compare", fast=_fast_compare)
+@kernel("stablehlo.compare", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, selects=True, fast=_fast_compare)
 def compare(op, lhs, rhs):
     direction = enum_value(op.attr("comparison_direction"))
     ctype = enum_value(op.attr("compare_type"))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from ..opinfo import STORAGE
 from .registry import kernel
 
 
-@kernel("stablehlo.composite")
+@kernel("stablehlo.composite", quantized=STORAGE)
 def composite(op, *inputs):
     """See spec.md#composite: the result is the ``decomposition`` function
     applied to the inputs (``name``/``composite_attributes`` carry no

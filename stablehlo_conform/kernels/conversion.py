@@ -56,7 +56,7 @@ from ..numeric import (
     to_i64,
     wrap_i64,
 )
-from ..opinfo import FastPath
+from ..opinfo import DEQUANTIZE, EXACT, FastPath, STORAGE
 from . import _fast
 from .elementwise import _element, apply
 from .registry import kernel
@@ -238,7 +238,8 @@ def _fast_convert(op):
     return _fast_convert_values(op)
 
 
-@kernel("stablehlo.convert", "mhlo.convert", fast=_fast_convert)
+@kernel("stablehlo.convert", folds=True, accuracy=EXACT, fast=_fast_convert)
+@kernel("mhlo.convert", fast=_fast_convert)
 def convert(op, x):
     """See spec.md#convert."""
     return apply(op, lambda dt, v: convert_values(v, dt), (x,))
@@ -275,7 +276,7 @@ def _from_element_bits(bits: np.ndarray, dt: np.dtype, nbits: int) -> np.ndarray
     return np.ascontiguousarray(raw).view(dt).reshape(shape)
 
 
-@kernel("stablehlo.bitcast_convert")
+@kernel("stablehlo.bitcast_convert", folds=True, quantized=STORAGE, accuracy=EXACT)
 def bitcast_convert(op, x):
     """See spec.md#bitcast_convert."""
     src_el = _element(op.operand_type(0))
@@ -375,7 +376,7 @@ def reduce_precision_values(x: np.ndarray, exponent_bits: int, mantissa_bits: in
     return np.asarray(r, dtype=dt)
 
 
-@kernel("stablehlo.reduce_precision")
+@kernel("stablehlo.reduce_precision", quantized=DEQUANTIZE, accuracy=EXACT)
 def reduce_precision(op, x):
     """See spec.md#reduce_precision."""
     eb = int(op.attr("exponent_bits"))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..opinfo import EXACT
 from .registry import kernel
 
 
-@kernel("stablehlo.constant", "arith.constant", "mhlo.constant")
+@kernel("stablehlo.constant", folds=True, accuracy=EXACT, constant=True)
+@kernel("arith.constant", "mhlo.constant", folds=True, constant=True)
 def constant(op, *_):
     """See spec.md#constant. The value was decoded once at load time."""
     v = op.attr("value")
@@ -17,12 +19,12 @@ def constant(op, *_):
     return (np.asarray(v, dtype=ty.dtype),)
 
 
-@kernel("chlo.constant")
+@kernel("chlo.constant", folds=True, accuracy=EXACT, constant=True)
 def chlo_constant(op, *_):
     return constant(op)
 
 
-@kernel("chlo.constant_like")
+@kernel("chlo.constant_like", accuracy=EXACT)
 def chlo_constant_like(op, operand):
     """A splat of ``value`` with the operand's shape and the result's type."""
     v = np.asarray(op.attr("value"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from ..opinfo import STORAGE
 from .registry import kernel
 
 _TARGETS: dict[str, Callable[..., tuple]] = {}
@@ -60,7 +61,7 @@ def target_kernel(target: str) -> Callable[..., tuple] | None:
     return fn
 
 
-@kernel("stablehlo.custom_call")
+@kernel("stablehlo.custom_call", quantized=STORAGE)
 def custom_call(op, *operands):
     target = op.attr("call_target_name")
     fn = target_kernel(target)

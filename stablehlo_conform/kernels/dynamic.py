@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .indexing import _gather_numbers, gather_array, index_int64
+from ..opinfo import EXACT, STORAGE
 from .registry import kernel
 from .shape import broadcast_to_shape, iota_array, pad_array, slice_array
 
@@ -29,7 +30,7 @@ def _check_shape(op, shape, i: int = 0) -> None:
         raise ValueError(f"negative dimension in run-time shape {tuple(shape)}")
 
 
-@kernel("stablehlo.dynamic_broadcast_in_dim")
+@kernel("stablehlo.dynamic_broadcast_in_dim", quantized=STORAGE, accuracy=EXACT)
 def dynamic_broadcast_in_dim(op, operand, output_dimensions):
     """See spec.md#dynamic_broadcast_in_dim."""
     shape = _values(output_dimensions)
@@ -38,7 +39,7 @@ def dynamic_broadcast_in_dim(op, operand, output_dimensions):
     return (broadcast_to_shape(operand, dims, shape),)
 
 
-@kernel("stablehlo.dynamic_iota")
+@kernel("stablehlo.dynamic_iota", quantized=STORAGE, accuracy=EXACT)
 def dynamic_iota(op, output_shape):
     """See spec.md#dynamic_iota."""
     shape = _values(output_shape)
@@ -46,7 +47,7 @@ def dynamic_iota(op, output_shape):
     return (iota_array(shape, int(op.attr("iota_dimension")), op.result_dtype(0)),)
 
 
-@kernel("stablehlo.dynamic_pad")
+@kernel("stablehlo.dynamic_pad", quantized=STORAGE, accuracy=EXACT)
 def dynamic_pad(op, operand, padding_value, low, high, interior):
     """See spec.md#dynamic_pad."""
     out = pad_array(operand, padding_value, _values(low), _values(high), _values(interior))
@@ -54,7 +55,7 @@ def dynamic_pad(op, operand, padding_value, low, high, interior):
     return (out,)
 
 
-@kernel("stablehlo.dynamic_reshape")
+@kernel("stablehlo.dynamic_reshape", quantized=STORAGE, accuracy=EXACT)
 def dynamic_reshape(op, operand, output_shape):
     """See spec.md#dynamic_reshape."""
     shape = _values(output_shape)
@@ -65,7 +66,7 @@ def dynamic_reshape(op, operand, output_shape):
     return (np.array(operand.reshape(tuple(shape)), copy=True),)
 
 
-@kernel("stablehlo.dynamic_gather")
+@kernel("stablehlo.dynamic_gather", quantized=STORAGE, accuracy=EXACT)
 def dynamic_gather(op, operand, start_indices, slice_sizes):
     """See spec.md#dynamic_gather: gather with run-time slice sizes."""
     out = gather_array(operand, start_indices, slice_sizes=_values(slice_sizes),
@@ -74,7 +75,7 @@ def dynamic_gather(op, operand, start_indices, slice_sizes):
     return (out.astype(op.result_dtype(0), copy=False),)
 
 
-@kernel("stablehlo.real_dynamic_slice")
+@kernel("stablehlo.real_dynamic_slice", quantized=STORAGE, accuracy=EXACT)
 def real_dynamic_slice(op, operand, start_indices, limit_indices, strides):
     """See spec.md#real_dynamic_slice."""
     start, limit, step = _values(start_indices), _values(limit_indices), _values(strides)
@@ -87,7 +88,7 @@ def real_dynamic_slice(op, operand, start_indices, limit_indices, strides):
     return (out,)
 
 
-@kernel("stablehlo.set_dimension_size")
+@kernel("stablehlo.set_dimension_size", quantized=STORAGE, accuracy=EXACT)
 def set_dimension_size(op, operand, size):
     """Dimension ``dimension`` of the result has the run-time ``size``:
     the leading ``size`` entries of the operand along it."""

@@ -61,9 +61,9 @@ from ..numeric import (
     wrap_i64,
 )
 from . import _fast
-from ..opinfo import FastPath
+from ..opinfo import DEQUANTIZE, EXACT, FastPath
 from .quantized import dequantize, quantize
-from .registry import kernel
+from .registry import kernel, kernel_of
 
 
 _NATIVE = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64),
@@ -112,31 +112,28 @@ def _apply(op, fn, args):
     return (out(fn(dt, *vals), dt),)
 
 
-def unary(*names, native: dict | None = None, fast=None):
+def unary(*names, native: dict | None = None, fast=None, **facts):
     """Register ``fn(dt, x)`` as the kernel of ``names`` (through :func:`apply`), with its
     fast path: ``fast``, else :func:`._fast.elementwise` (``native`` maps ``"float"`` /
-    ``"int"`` to the NumPy ufunc ``fn`` computes on operands of those types)."""
+    ``"int"`` to the NumPy ufunc ``fn`` computes on operands of those types), and the ops'
+    other ``facts`` (:func:`.registry.kernel`)."""
     def deco(fn):
         def k(op, x):
             return apply(op, fn, (x,))
 
-        k.__name__ = fn.__name__
-        k.__doc__ = fn.__doc__
-        kernel(*names, fast=fast or _fast.elementwise(fn, native))(k)
+        kernel_of(k, *names, label=fn.__name__, doc=fn.__doc__, fast=fast or _fast.elementwise(fn, native), **facts)
         return fn
 
     return deco
 
 
-def binary(*names, native: dict | None = None, fast=None):
+def binary(*names, native: dict | None = None, fast=None, **facts):
     """As :func:`unary`, for ``fn(dt, a, b)``."""
     def deco(fn):
         def k(op, a, b):
             return apply(op, fn, (a, b))
 
-        k.__name__ = fn.__name__
-        k.__doc__ = fn.__doc__
-        kernel(*names, fast=fast or _fast.elementwise(fn, native))(k)
+        kernel_of(k, *names, label=fn.__name__, doc=fn.__doc__, fast=fast or _fast.elementwise(fn, native), **facts)
         return fn
 
     return deco
@@ -247,7 +244,7 @@ def _kind(x) -> str:
 # arithmetic
 # --------------------------------------------------------------------------- #
 
-@unary("stablehlo.abs", native={"float": np.abs, "int": np.abs})
+@unary("stablehlo.abs", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, native={"float": np.abs, "int": np.abs})
 def abs_(dt, x):
     k = _kind(x)
     if k in ("int", "uint"):
@@ -257,7 +254,7 @@ def abs_(dt, x):
     return exact_float_fn(np.abs, dt, x)
 
 
-@binary("stablehlo.add", native={"float": np.add, "int": np.add})
+@binary("stablehlo.add", folds=True, quantized=DEQUANTIZE, native={"float": np.add, "int": np.add})
 def add(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -267,7 +264,7 @@ def add(dt, a, b):
     return exact_float_fn(np.add, dt, a, b)
 
 
-@binary("stablehlo.subtract", native={"float": np.subtract, "int": np.subtract})
+@binary("stablehlo.subtract", folds=True, quantized=DEQUANTIZE, native={"float": np.subtract, "int": np.subtract})
 def subtract(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -277,7 +274,7 @@ def subtract(dt, a, b):
     return exact_float_fn(np.subtract, dt, a, b)
 
 
-@binary("stablehlo.multiply", native={"float": np.multiply, "int": np.multiply})
+@binary("stablehlo.multiply", folds=True, quantized=DEQUANTIZE, native={"float": np.multiply, "int": np.multiply})
 def multiply(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -338,7 +335,7 @@ def int_remainder(a, b, dt):
     return wrap_i64(r, dt) if is_subbyte_int(dt) else r
 
 
-@binary("stablehlo.divide", native={"float": np.divide})
+@binary("stablehlo.divide", folds=True, quantized=DEQUANTIZE, native={"float": np.divide})
 def divide(dt, a, b):
     k = _kind(a)
     if k in ("int", "uint"):
@@ -348,7 +345,7 @@ def divide(dt, a, b):
     return exact_float_fn(np.divide, dt, a, b)
 
 
-@binary("stablehlo.remainder")
+@binary("stablehlo.remainder", folds=True, quantized=DEQUANTIZE, accuracy=EXACT)
 def remainder(dt, a, b):
     k = _kind(a)
     if k in ("int", "uint"):
@@ -470,7 +467,7 @@ def _one_value(b: np.ndarray) -> float | None:
     return float(lo) if lo == hi else None
 
 
-@binary("stablehlo.power", fast=_fast_power)
+@binary("stablehlo.power", quantized=DEQUANTIZE, fast=_fast_power)
 def power(dt, a, b):
     k = _kind(a)
     if k in ("int", "uint"):
@@ -486,7 +483,8 @@ def _real_power(a, b):
     return positive_underflow(np.power(a, b), (a > 0) & (a < np.inf) & np.isfinite(b))
 
 
-@unary("stablehlo.negate", native={"float": np.negative, "int": np.negative})
+@unary("stablehlo.negate", folds=True, quantized=DEQUANTIZE, accuracy=EXACT,
+       native={"float": np.negative, "int": np.negative})
 def negate(dt, x):
     k = _kind(x)
     if k in ("int", "uint"):
@@ -524,8 +522,8 @@ def _lex(a, b, greater: bool):
     return nan_a | pick
 
 
-@binary("stablehlo.maximum", native={"int": np.maximum,
-                                       "float": FastPath(ieee_maximum, views=True, scalars=True, fresh=True)})
+@binary("stablehlo.maximum", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, selects=True,
+        native={"int": np.maximum, "float": FastPath(ieee_maximum, views=True, scalars=True, fresh=True)})
 def maximum(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -539,8 +537,8 @@ def maximum(dt, a, b):
     return np.where(_pick_max(a, b), a, b)
 
 
-@binary("stablehlo.minimum", native={"int": np.minimum,
-                                       "float": FastPath(ieee_minimum, views=True, scalars=True, fresh=True)})
+@binary("stablehlo.minimum", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, selects=True,
+        native={"int": np.minimum, "float": FastPath(ieee_minimum, views=True, scalars=True, fresh=True)})
 def minimum(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -554,7 +552,7 @@ def minimum(dt, a, b):
     return np.where(_pick_min(a, b), a, b)
 
 
-@kernel("stablehlo.clamp")
+@kernel("stablehlo.clamp", folds=True, quantized=DEQUANTIZE, accuracy=EXACT)
 def clamp(op, lo, x, hi):
     """See spec.md#clamp: ``minimum(maximum(operand, min), max)``; rank-0
     ``min``/``max`` broadcast."""
@@ -569,18 +567,18 @@ def clamp(op, lo, x, hi):
 # complex parts and select
 # --------------------------------------------------------------------------- #
 
-@binary("stablehlo.complex")
+@binary("stablehlo.complex", accuracy=EXACT)
 def complex_(dt, re, im):
     return make_complex(re, im, dt)
 
 
-@unary("stablehlo.real")
+@unary("stablehlo.real", accuracy=EXACT)
 def real(dt, x):
     x = np.asarray(x)
     return x.real.astype(dt) if _kind(x) == "complex" else x
 
 
-@unary("stablehlo.imag")
+@unary("stablehlo.imag", accuracy=EXACT)
 def imag(dt, x):
     x = np.asarray(x)
     if _kind(x) == "complex":
@@ -624,7 +622,7 @@ def _fast_select(op):
     return FastPath(where, views=True, scalar="({1} if {0} else {2})", scalars=True)
 
 
-@kernel("stablehlo.select", fast=_fast_select)
+@kernel("stablehlo.select", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, selects=True, fast=_fast_select)
 def select(op, pred, on_true, on_false):
     """See spec.md#select; a rank-0 ``pred`` selects whole tensors."""
     et = [_element(op.operand_type(i)) for i in (1, 2)] + [_element(op.result_type(0))]

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from .reduction import contiguous
+from ..opinfo import ACCUMULATE
 from .registry import kernel
 
 
-@kernel("stablehlo.fft")
+@kernel("stablehlo.fft", accuracy=ACCUMULATE)
 def fft(op, operand):
     """See spec.md#fft."""
     kind = str(op.attr("fft_type"))

@@ -29,20 +29,20 @@ from ._lazy import special as sc
 from . import _extended as X
 from . import _fast
 from ..numeric import C128, F32, F64, make_complex, midpoint_screen, near_midpoint, wide
-from ..opinfo import FastPath
+from ..opinfo import DEQUANTIZE, EXACT, FastPath
 from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
-@unary("stablehlo.ceil", native={"float": np.ceil})
+@unary("stablehlo.ceil", quantized=DEQUANTIZE, accuracy=EXACT, native={"float": np.ceil})
 def ceil(dt, x):
     return exact_float_fn(np.ceil, dt, x)
 
 
-@unary("stablehlo.floor", native={"float": np.floor})
+@unary("stablehlo.floor", quantized=DEQUANTIZE, accuracy=EXACT, native={"float": np.floor})
 def floor(dt, x):
     return exact_float_fn(np.floor, dt, x)
 
 
-@unary("stablehlo.round_nearest_even", native={"float": np.rint})
+@unary("stablehlo.round_nearest_even", quantized=DEQUANTIZE, accuracy=EXACT, native={"float": np.rint})
 def round_nearest_even(dt, x):
     return exact_float_fn(np.rint, dt, x)
 
@@ -53,13 +53,13 @@ def _afz(w):
     return np.where(frac >= 0.5, t + np.sign(w), t)
 
 
-@unary("stablehlo.round_nearest_afz")
+@unary("stablehlo.round_nearest_afz", quantized=DEQUANTIZE, accuracy=EXACT)
 def round_nearest_afz(dt, x):
     """Ties away from zero: ``trunc(x) + sign(x)`` when ``|x - trunc(x)| >= 0.5``."""
     return float_fn(_afz, dt, x)
 
 
-@unary("stablehlo.is_finite")
+@unary("stablehlo.is_finite", quantized=DEQUANTIZE, accuracy=EXACT)
 def is_finite(dt, x):
     return np.isfinite(wide(x))
 
@@ -83,7 +83,7 @@ def complex_sign(x, dt):
     return r.astype(dt)
 
 
-@unary("stablehlo.sign")
+@unary("stablehlo.sign", folds=True, quantized=DEQUANTIZE, accuracy=EXACT)
 def sign(dt, x):
     k = _kind(x)
     if k in ("int", "uint"):
@@ -97,16 +97,17 @@ def sign(dt, x):
 # transcendental functions
 # --------------------------------------------------------------------------- #
 
-def _transcendental(name, f, f64=None):
+def _transcendental(name, f, f64=None, **facts):
     """``f`` on f64 (complex128) values, rounded once; on an f64 or complex128 result type
-    ``f64`` instead (default: ``f`` evaluated in extended precision, :func:`._extended.in_f64`)."""
+    ``f64`` instead (default: ``f`` evaluated in extended precision, :func:`._extended.in_f64`);
+    ``facts``: the op's facts (:func:`.registry.kernel`)."""
     f64 = f64 or X.in_f64(f)
 
     def g(dt, x):
         return float_fn(f64 if np.dtype(dt) in (F64, C128) else f, dt, x, op=name)
 
     g.__name__ = name.split(".")[-1]
-    return unary(name, fast=rounded_once_fast(f, g))(g)
+    return unary(name, fast=rounded_once_fast(f, g), **facts)(g)
 
 
 _F16 = np.dtype(np.float16)
@@ -216,20 +217,20 @@ def _complex_or(complex_f, real_f):
 _expm1 = _complex_or(X.complex_expm1, np.expm1)
 _log1p = _complex_or(X.complex_log1p, np.log1p)
 
-cosine = _transcendental("stablehlo.cosine", np.cos)
-sine = _transcendental("stablehlo.sine", np.sin)
-tan = _transcendental("stablehlo.tan", np.tan)
-tanh = _transcendental("stablehlo.tanh", np.tanh)
-exponential = _transcendental("stablehlo.exponential", np.exp)
-exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", _expm1)
-log = _transcendental("stablehlo.log", np.log)
-log_plus_one = _transcendental("stablehlo.log_plus_one", _log1p)
-logistic = _transcendental("stablehlo.logistic", _logistic, X.in_f64(_logistic_wide))
-rsqrt = _transcendental("stablehlo.rsqrt", _rsqrt)
-cbrt = _transcendental("stablehlo.cbrt", _cbrt)
+cosine = _transcendental("stablehlo.cosine", np.cos, quantized=DEQUANTIZE)
+sine = _transcendental("stablehlo.sine", np.sin, quantized=DEQUANTIZE)
+tan = _transcendental("stablehlo.tan", np.tan, quantized=DEQUANTIZE)
+tanh = _transcendental("stablehlo.tanh", np.tanh, quantized=DEQUANTIZE)
+exponential = _transcendental("stablehlo.exponential", np.exp, quantized=DEQUANTIZE)
+exponential_minus_one = _transcendental("stablehlo.exponential_minus_one", _expm1, quantized=DEQUANTIZE)
+log = _transcendental("stablehlo.log", np.log, quantized=DEQUANTIZE)
+log_plus_one = _transcendental("stablehlo.log_plus_one", _log1p, quantized=DEQUANTIZE)
+logistic = _transcendental("stablehlo.logistic", _logistic, X.in_f64(_logistic_wide), quantized=DEQUANTIZE)
+rsqrt = _transcendental("stablehlo.rsqrt", _rsqrt, quantized=DEQUANTIZE)
+cbrt = _transcendental("stablehlo.cbrt", _cbrt, quantized=DEQUANTIZE)
 
 
-@unary("stablehlo.sqrt", native={"float": np.sqrt})
+@unary("stablehlo.sqrt", quantized=DEQUANTIZE, native={"float": np.sqrt})
 def sqrt(dt, x):
     """Correctly rounded on real types; complex roots are computed in complex128 (extended
     precision for complex128) and rounded once."""
@@ -250,7 +251,7 @@ def _atan2(y, x):
     return np.arctan2(y, x)
 
 
-@binary("stablehlo.atan2")
+@binary("stablehlo.atan2", quantized=DEQUANTIZE)
 def atan2(dt, y, x):
     """Rounded once: a result on a rounding midpoint of a narrower type
     (``atan2(1.1754942e-38, 2)`` in f32, whose f64 value is exactly

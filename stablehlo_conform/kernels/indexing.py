@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..opinfo import FastPath
+from ..opinfo import EXACT, FastPath, STORAGE
 from . import _fast
 from .reduction import combine_at
 from .registry import kernel
@@ -147,7 +147,7 @@ def _fast_gather(op):
     return FastPath(call, views=True, fresh=True)
 
 
-@kernel("stablehlo.gather", fast=_fast_gather)
+@kernel("stablehlo.gather", quantized=STORAGE, accuracy=EXACT, fast=_fast_gather)
 def gather(op, operand, start_indices):
     """See spec.md#gather."""
     sizes = op.attr("slice_sizes")
@@ -325,7 +325,7 @@ def scatter_arrays(op, inputs, indices, updates, numbers: dict, kind: str | None
     return tuple(r.reshape(shape) for r in results)
 
 
-@kernel("stablehlo.scatter")
+@kernel("stablehlo.scatter", quantized=STORAGE, reduces=True)
 def scatter(op, *args):
     """See spec.md#scatter. Inputs are never modified."""
     n = (len(args) - 1) // 2
@@ -391,7 +391,7 @@ def _fast_dynamic_slice(op):
     return FastPath(call, scalars=True)
 
 
-@kernel("stablehlo.dynamic_slice", fast=_fast_dynamic_slice)
+@kernel("stablehlo.dynamic_slice", quantized=STORAGE, accuracy=EXACT, fast=_fast_dynamic_slice)
 def dynamic_slice(op, operand, *start_indices):
     """See spec.md#dynamic_slice: start indices are clamped into bounds."""
     operand = np.asarray(operand)
@@ -435,7 +435,7 @@ def update_in_place(op):
     return call
 
 
-@kernel("stablehlo.dynamic_update_slice", fast=_fast_dynamic_update_slice)
+@kernel("stablehlo.dynamic_update_slice", quantized=STORAGE, accuracy=EXACT, fast=_fast_dynamic_update_slice)
 def dynamic_update_slice(op, operand, update, *start_indices):
     """See spec.md#dynamic_update_slice: start indices are clamped into bounds."""
     operand = np.asarray(operand)

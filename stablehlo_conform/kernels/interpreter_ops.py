@@ -22,13 +22,14 @@ from .. import types as T
 from ..errors import ConformError
 from ..process_grid import ProcessGrid, child_engine
 from ..program import SymbolRef
+from ..opinfo import STORAGE
 from .registry import kernel
 
 _probe_lock = threading.Lock()
 _print_lock = threading.Lock()
 
 
-@kernel("interpreter.run_parallel")
+@kernel("interpreter.run_parallel", quantized=STORAGE)
 def run_parallel(op, *inputs):
     """Runs ``programs[r][p]`` as process ``(r, p)``; see the module docstring."""
     eng = op.engine
@@ -83,7 +84,7 @@ def _sanitize(probe_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", probe_id) or "probe"
 
 
-@kernel("interpreter.probe")
+@kernel("interpreter.probe", quantized=STORAGE)
 def probe(op, value):
     """Records ``value`` under ``probe_id`` (one entry per execution)."""
     eng = op.engine
@@ -182,7 +183,7 @@ def _ssa_names(module) -> dict[int, str]:
     return names
 
 
-@kernel("interpreter.print")
+@kernel("interpreter.print", quantized=STORAGE)
 def print_(op, *values):
     """Prints each operand as ``%name = <value>`` to ``engine.io`` (when it
     can ``write``) or stdout."""

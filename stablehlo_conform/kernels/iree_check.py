@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import types as T
 from ..compare import compare, is_float_dtype, mismatch_at
-from .registry import kernel
+from .registry import kernel, kernel_of
 
 DEFAULT_ATOL = 1e-4
 DEFAULT_RTOL = 0.0
@@ -114,11 +114,11 @@ def compare_bits_differ(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
     return actual != expected
 
 
-def _register(name: str, check) -> None:
+def _register(name: str, check, **facts) -> None:
     """``check.iree_<name>`` (two operands) and ``check.iree_<name>_const``
-    (one operand and a ``value`` attribute)."""
-    kernel(f"check.iree_{name}")(lambda op, actual, expected: check(op, actual, expected))
-    kernel(f"check.iree_{name}_const")(lambda op, actual: check(op, actual, op.attr("value")))
+    (one operand and a ``value`` attribute), with the ops' ``facts``."""
+    kernel_of(lambda op, actual, expected: check(op, actual, expected), f"check.iree_{name}", **facts)
+    kernel_of(lambda op, actual: check(op, actual, op.attr("value")), f"check.iree_{name}_const", **facts)
 
 
 _register("expect_eq", _bitwise)

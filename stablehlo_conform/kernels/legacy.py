@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import types as T
+from ..opinfo import DOT, EXACT
 from .registry import kernel
 from .arith import wrap
 from .arith import to_float
@@ -72,7 +73,7 @@ def contract(op, subscripts: str, *operands) -> np.ndarray:
     return to_float(r, dt)
 
 
-@kernel("stablehlo.broadcast")
+@kernel("stablehlo.broadcast", accuracy=EXACT)
 def broadcast(op, x):
     """XLA Broadcast: prepends dimensions of sizes ``broadcast_sizes``."""
     sizes = tuple(int(s) for s in op.attr("broadcast_sizes", ()))
@@ -83,7 +84,7 @@ def broadcast(op, x):
 _DOT_SUBSCRIPTS = {(1, 1): "i,i->", (2, 1): "ij,j->i", (1, 2): "i,ij->j", (2, 2): "ij,jk->ik"}
 
 
-@kernel("stablehlo.dot")
+@kernel("stablehlo.dot", accuracy=DOT)
 def dot(op, lhs, rhs):
     """XLA Dot on rank-1/rank-2 operands: ``dot_general`` contracting lhs's
     last dimension with rhs's first (spec.md#dot_general)."""
@@ -117,7 +118,7 @@ def unary_einsum(op, x):
     return (contract(op, cfg, x),)
 
 
-@kernel("stablehlo.torch_index_select")
+@kernel("stablehlo.torch_index_select", accuracy=EXACT)
 def torch_index_select(op, operand, index):
     """``result[b..., p..., k..., q...] = operand[b..., p..., index[b..., k...], q...]``
 

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..numeric import is_float
-from ..opinfo import FastPath
+from ..opinfo import ACCUMULATE, DEQUANTIZE, DOT, FastPath
 from . import _fast, _parallel
 from ._blas_threads import one_blas_thread
 from .reduction import cast_result, contiguous, pad_dilate
@@ -289,7 +289,7 @@ def _fast_dot_general(op):
     return FastPath(general)
 
 
-@kernel("stablehlo.dot_general", fast=_fast_dot_general)
+@kernel("stablehlo.dot_general", quantized=DEQUANTIZE, accuracy=DOT, fast=_fast_dot_general)
 def dot_general(op, lhs, rhs):
     """See spec.md#dot_general. ``precision_config`` and ``algorithm`` are
     accepted; products are computed at least in f32."""
@@ -573,13 +573,13 @@ def _conv(op, lhs, rhs, pad):
     return (res,)
 
 
-@kernel("stablehlo.convolution")
+@kernel("stablehlo.convolution", quantized=DEQUANTIZE, accuracy=DOT)
 def convolution(op, lhs, rhs):
     """See spec.md#convolution."""
     return _conv(op, lhs, rhs, op.attr("padding"))
 
 
-@kernel("stablehlo.dynamic_conv")
+@kernel("stablehlo.dynamic_conv", quantized=DEQUANTIZE, accuracy=DOT)
 def dynamic_conv(op, lhs, rhs, padding):
     """See spec.md#dynamic_conv: padding is an operand."""
     return _conv(op, lhs, rhs, np.asarray(padding))
@@ -598,7 +598,7 @@ def _linalg_dtype(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32)
 
 
-@kernel("stablehlo.cholesky")
+@kernel("stablehlo.cholesky", quantized=DEQUANTIZE)
 def cholesky(op, a):
     """See spec.md#cholesky. Only the triangle named by ``lower`` is read;
     the other triangle of the result is zero. A matrix that is not
@@ -633,7 +633,7 @@ def _trsm(a: np.ndarray, b: np.ndarray, lower: bool, unit: bool, trans: int) -> 
     return solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit, check_finite=False)
 
 
-@kernel("stablehlo.triangular_solve")
+@kernel("stablehlo.triangular_solve", quantized=DEQUANTIZE, accuracy=ACCUMULATE)
 def triangular_solve(op, a, b):
     """See spec.md#triangular_solve (batched; only the named triangle of
     ``a`` is read)."""
@@ -693,7 +693,7 @@ def _bn_operands(op, operand):
     return fi, cdt, operand.astype(cdt), eps_c
 
 
-@kernel("stablehlo.batch_norm_inference")
+@kernel("stablehlo.batch_norm_inference", quantized=DEQUANTIZE)
 def batch_norm_inference(op, operand, scale, offset, mean, variance):
     """See spec.md#batch_norm_inference."""
     fi, cdt, x, eps_c = _bn_operands(op, operand)
@@ -703,7 +703,7 @@ def batch_norm_inference(op, operand, scale, offset, mean, variance):
     return (contiguous(out.astype(op.result_dtype(0))),)
 
 
-@kernel("stablehlo.batch_norm_training")
+@kernel("stablehlo.batch_norm_training", quantized=DEQUANTIZE)
 def batch_norm_training(op, operand, scale, offset):
     """See spec.md#batch_norm_training."""
     fi, cdt, x, eps_c = _bn_operands(op, operand)
@@ -718,7 +718,7 @@ def batch_norm_training(op, operand, scale, offset):
             mean.astype(op.result_dtype(1)), var.astype(op.result_dtype(2)))
 
 
-@kernel("stablehlo.batch_norm_grad")
+@kernel("stablehlo.batch_norm_grad", quantized=DEQUANTIZE)
 def batch_norm_grad(op, operand, scale, mean, variance, grad_output):
     """See spec.md#batch_norm_grad (the decomposition given there)."""
     fi, cdt, x, eps_c = _bn_operands(op, operand)

@@ -28,7 +28,7 @@ from .arith import (
 from ..numeric import make_complex, two_prod, two_sum
 from .elementwise import apply
 from .float_math import cbrt as _cbrt
-from .registry import kernel
+from .registry import kernel, kernel_of
 
 _U64 = np.dtype(np.uint64)
 
@@ -37,28 +37,22 @@ def _f64(x) -> np.ndarray:
     return np.asarray(x).astype(np.float64)
 
 
-def _unary_float(name, fn):
+def _unary_float(name, fn, **facts):
     def k(op, a):
         dt = op.result_dtype(0)
         with np.errstate(all="ignore"):
             return (to_float(fn(_f64(a)), dt),)
 
-    k.__name__ = name.replace(".", "_")
-    k.__doc__ = f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once."
-    kernel(name)(k)
-    return k
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once.", **facts)
 
 
-def _binary_float(name, fn):
+def _binary_float(name, fn, **facts):
     def k(op, a, b):
         dt = op.result_dtype(0)
         with np.errstate(all="ignore"):
             return (to_float(fn(_f64(a), _f64(b)), dt),)
 
-    k.__name__ = name.replace(".", "_")
-    k.__doc__ = f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once."
-    kernel(name)(k)
-    return k
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once.", **facts)
 
 
 def round_half_away(x):
@@ -265,24 +259,20 @@ def _to_result(op, v, i: int = 0) -> np.ndarray:
         return np.asarray(np.asarray(v).astype(dt), dtype=dt)
 
 
-def _complex_unary(name, fn):
+def _complex_unary(name, fn, **facts):
     def k(op, a):
         with np.errstate(all="ignore"):
             return (_to_result(op, fn(_c128(a))),)
 
-    k.__name__ = name.replace(".", "_")
-    k.__doc__ = f"``{name}`` (MLIR complex dialect), evaluated in complex128."
-    kernel(name)(k)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR complex dialect), evaluated in complex128.", **facts)
 
 
-def _complex_binary(name, fn):
+def _complex_binary(name, fn, **facts):
     def k(op, a, b):
         with np.errstate(all="ignore"):
             return (_to_result(op, fn(_c128(a), _c128(b))),)
 
-    k.__name__ = name.replace(".", "_")
-    k.__doc__ = f"``{name}`` (MLIR complex dialect), evaluated in complex128."
-    kernel(name)(k)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR complex dialect), evaluated in complex128.", **facts)
 
 
 @kernel("complex.constant")

@@ -128,7 +128,7 @@ def quantize(x: np.ndarray, qt: T.QuantizedType) -> np.ndarray:
 # --------------------------------------------------------------------------- #
 
 
-@kernel("stablehlo.uniform_quantize")
+@kernel("stablehlo.uniform_quantize", quantized=STORAGE)
 def uniform_quantize(op, operand):
     """See spec.md#uniform_quantize (float -> quantized and requantize)."""
     rq = _element(op.result_type(0))
@@ -139,7 +139,7 @@ def uniform_quantize(op, operand):
     return (quantize(x, rq),)
 
 
-@kernel("stablehlo.uniform_dequantize")
+@kernel("stablehlo.uniform_dequantize", quantized=STORAGE)
 def uniform_dequantize(op, operand):
     """See spec.md#uniform_dequantize."""
     qt = _element(op.operand_type(0))

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..opinfo import IMPLEMENTATION
 from .registry import kernel
 from ..types import from_bits
 
@@ -242,7 +243,7 @@ def state_elements(words, paired: bool, dtype: np.dtype) -> np.ndarray:
     return w.astype(unsigned).view(np.dtype(dtype))
 
 
-@kernel("stablehlo.rng_bit_generator")
+@kernel("stablehlo.rng_bit_generator", accuracy=IMPLEMENTATION)
 def rng_bit_generator(op, initial_state):
     """See spec.md#rng_bit_generator (THREE_FRY, PHILOX; DEFAULT = PHILOX)."""
     alg = str(op.attr("rng_algorithm", "DEFAULT"))
@@ -291,7 +292,7 @@ def uniform_lcg(shape: tuple, a, b) -> np.ndarray:
         return h.astype(ct) * scale + lo
 
 
-@kernel("stablehlo.rng")
+@kernel("stablehlo.rng", accuracy=IMPLEMENTATION)
 def rng(op, a, b, shape):
     """See spec.md#rng. ``UNIFORM`` floats come from :func:`uniform_lcg` (a
     function of the element index, as IREE's); integers, booleans and

@@ -48,7 +48,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import types as T
 from ..numeric import ieee_maximum, ieee_minimum, kind_of
-from ..opinfo import FastPath
+from ..opinfo import ACCUMULATE, FastPath, STORAGE
 from . import _fast
 from .registry import kernel
 from .shape import transpose_copy
@@ -387,7 +387,7 @@ def _fast_reduce(op):
     return FastPath(call)  # no views: the layout decides the order ufunc.reduce adds in
 
 
-@kernel("stablehlo.reduce", fast=_fast_reduce)
+@kernel("stablehlo.reduce", quantized=STORAGE, accuracy=ACCUMULATE, reduces=True, fast=_fast_reduce)
 def reduce(op, *operands):
     """See spec.md#reduce."""
     quant = _quantized_op(op)
@@ -474,7 +474,7 @@ def _window_attrs(op, rank: int):
     return wd, ws, bd, wdl, pad
 
 
-@kernel("stablehlo.reduce_window")
+@kernel("stablehlo.reduce_window", quantized=STORAGE, accuracy=ACCUMULATE, reduces=True)
 def reduce_window(op, *operands):
     """See spec.md#reduce_window."""
     quant = _quantized_op(op)
@@ -658,7 +658,7 @@ def scatter_combine(body, kind, result_flat: np.ndarray, targets: np.ndarray, sr
     return out
 
 
-@kernel("stablehlo.select_and_scatter")
+@kernel("stablehlo.select_and_scatter", quantized=STORAGE, reduces=True)
 def select_and_scatter(op, operand, source, init_value):
     """See spec.md#select_and_scatter. Padding elements are never selected."""
     quant = _quantized_op(op)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ..opinfo import OPS, Kernel, OpInfo, Registry, register_op
 
-__all__ = ["KERNELS", "Kernel", "OpInfo", "Registry", "kernel", "load_all", "register_op"]
+__all__ = ["KERNELS", "Kernel", "OpInfo", "Registry", "kernel", "kernel_of", "load_all", "register_op"]
 
 KERNELS = OPS
 _loaded = False
@@ -33,6 +33,17 @@ def kernel(*names: str, **facts) -> Callable[[Kernel], Kernel]:
         return fn
 
     return deco
+
+
+def kernel_of(k: Kernel, *names: str, label: str | None = None, doc: str | None = None, **facts) -> Kernel:
+    """Register ``k``, a kernel built by a helper (one closure per op or per function), as
+    the kernel of each op name given, with ``facts`` (as :func:`kernel`); ``k`` is named
+    ``label`` (default: the first op name with ``.`` as ``_``) and documented ``doc`` where
+    given. Returns ``k``."""
+    k.__name__ = label if label is not None else names[0].replace(".", "_")
+    if doc is not None:
+        k.__doc__ = doc
+    return kernel(*names, **facts)(k)
 
 
 def load_all() -> Registry:

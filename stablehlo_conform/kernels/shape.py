@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..opinfo import FastPath
+from ..opinfo import EXACT, FastPath, STORAGE
 from . import _fast
 from .registry import kernel
 
@@ -182,7 +182,7 @@ def _fast_broadcast_in_dim(op):
     return FastPath(call, view=True, views=True)
 
 
-@kernel("stablehlo.broadcast_in_dim", fast=_fast_broadcast_in_dim)
+@kernel("stablehlo.broadcast_in_dim", folds=True, quantized=STORAGE, accuracy=EXACT, fast=_fast_broadcast_in_dim)
 def broadcast_in_dim(op, operand):
     """See spec.md#broadcast_in_dim."""
     dims = _ints(op.attr("broadcast_dimensions"))
@@ -209,7 +209,7 @@ def _fast_concatenate(op):
     return FastPath(call, views=True, fresh=True)
 
 
-@kernel("stablehlo.concatenate", fast=_fast_concatenate)
+@kernel("stablehlo.concatenate", folds=True, quantized=STORAGE, accuracy=EXACT, fast=_fast_concatenate)
 def concatenate(op, *inputs):
     """See spec.md#concatenate."""
     dim = int(op.attr("dimension"))
@@ -217,14 +217,14 @@ def concatenate(op, *inputs):
     return (np.concatenate([np.asarray(x) for x in inputs], axis=dim).astype(dtype, copy=False),)
 
 
-@kernel("stablehlo.get_dimension_size")
+@kernel("stablehlo.get_dimension_size", quantized=STORAGE, accuracy=EXACT)
 def get_dimension_size(op, operand):
     """See spec.md#get_dimension_size."""
     dim = int(op.attr("dimension"))
     return (np.asarray(np.shape(operand)[dim], dtype=op.result_dtype(0)),)
 
 
-@kernel("stablehlo.iota")
+@kernel("stablehlo.iota", folds=True, quantized=STORAGE, accuracy=EXACT)
 def iota(op):
     """See spec.md#iota."""
     shape = op.result_shape(0)
@@ -236,7 +236,7 @@ def iota(op):
     return (iota_array(shape, int(op.attr("iota_dimension")), op.result_dtype(0)),)
 
 
-@kernel("stablehlo.pad")
+@kernel("stablehlo.pad", folds=True, quantized=STORAGE, accuracy=EXACT)
 def pad(op, operand, padding_value):
     """See spec.md#pad."""
     low = _ints(op.attr("edge_padding_low"))
@@ -255,13 +255,13 @@ def _fast_reshape(op):
     return FastPath(lambda x: x.reshape(shape), scalars=True)
 
 
-@kernel("stablehlo.reshape", fast=_fast_reshape)
+@kernel("stablehlo.reshape", folds=True, quantized=STORAGE, accuracy=EXACT, fast=_fast_reshape)
 def reshape(op, operand):
     """See spec.md#reshape (row-major element order is kept)."""
     return (reshape_to(op, operand, op.result_shape(0)),)
 
 
-@kernel("stablehlo.reverse")
+@kernel("stablehlo.reverse", folds=True, quantized=STORAGE, accuracy=EXACT)
 def reverse(op, operand):
     """See spec.md#reverse."""
     dims = _ints(op.attr("dimensions"))
@@ -287,7 +287,7 @@ def _fast_slice(op):
     return FastPath(call)
 
 
-@kernel("stablehlo.slice", fast=_fast_slice)
+@kernel("stablehlo.slice", folds=True, quantized=STORAGE, accuracy=EXACT, fast=_fast_slice)
 def slice_(op, operand):
     """See spec.md#slice."""
     return (slice_array(operand, _ints(op.attr("start_indices")), _ints(op.attr("limit_indices")),
@@ -385,7 +385,7 @@ def _fast_transpose(op):
     return FastPath(call, views=True, fresh=True)
 
 
-@kernel("stablehlo.transpose", fast=_fast_transpose)
+@kernel("stablehlo.transpose", folds=True, quantized=STORAGE, accuracy=EXACT, fast=_fast_transpose)
 def transpose(op, operand):
     """See spec.md#transpose: ``result[i] = operand[j]`` with ``j[d] = i[permutation[d]]``."""
     perm = _ints(op.attr("permutation"))

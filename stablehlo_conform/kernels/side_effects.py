@@ -26,6 +26,7 @@ from .. import types as T
 from ..errors import ConformError
 from ..process_grid import fmt_pid, process_of
 from ..program import SymbolRef
+from ..opinfo import STORAGE
 from .registry import kernel
 from .collectives import _groups, channel_id
 
@@ -64,7 +65,7 @@ def _pairs(op, info):
     return out
 
 
-@kernel("stablehlo.send")
+@kernel("stablehlo.send", quantized=STORAGE)
 def send(op, *operands):
     """See spec.md#send."""
     info = process_of(op.engine)
@@ -81,7 +82,7 @@ def send(op, *operands):
     return (T.TOKEN,)
 
 
-@kernel("stablehlo.recv")
+@kernel("stablehlo.recv", quantized=STORAGE)
 def recv(op, *tokens):
     """See spec.md#recv."""
     info = process_of(op.engine)
@@ -121,7 +122,7 @@ def _payload(op, values, n: int) -> tuple:
     return tuple(out)
 
 
-@kernel("stablehlo.infeed")
+@kernel("stablehlo.infeed", quantized=STORAGE)
 def infeed(op, *tokens):
     """See spec.md#infeed: the next entry of the infeed queue."""
     info = process_of(op.engine)
@@ -138,7 +139,7 @@ def infeed(op, *tokens):
     return _payload(op, item, n) + (T.TOKEN,)
 
 
-@kernel("stablehlo.outfeed")
+@kernel("stablehlo.outfeed", quantized=STORAGE)
 def outfeed(op, *operands):
     """See spec.md#outfeed: records the values, produces a token."""
     info = process_of(op.engine)

@@ -28,6 +28,7 @@ import numpy as np
 from ..numeric import bits_of, wide
 from .comparison import enum_value
 from .comparison import total_order_key as cmp_total_order_key
+from ..opinfo import EXACT, STORAGE
 from .registry import kernel
 from .. import types as T
 from ..program import Block, Op, Region
@@ -333,7 +334,7 @@ def sort_arrays(op, inputs, dimension: int) -> tuple:
     return tuple(outs)
 
 
-@kernel("stablehlo.sort")
+@kernel("stablehlo.sort", quantized=STORAGE, accuracy=EXACT)
 def sort(op, *inputs):
     """See spec.md#sort. The result is always stable, which also satisfies
     ``is_stable = false``."""
@@ -341,7 +342,7 @@ def sort(op, *inputs):
     return sort_arrays(op, inputs, dimension)
 
 
-@kernel("chlo.top_k")
+@kernel("chlo.top_k", accuracy=EXACT)
 def top_k(op, operand):
     """The ``k`` largest entries along the last dimension, in descending
     order (TOTALORDER for floats), ties by lower index, with their indices."""
