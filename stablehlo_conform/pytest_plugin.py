@@ -48,11 +48,11 @@ from typing import Any
 
 import pytest
 
-from .harness.records.result import describe_failure
+from .frontend import memory_budget
 from .harness.backends import BackendUnavailable, check_name
 from .harness.records.gate import Baseline, GateError
 from .harness.records.guard import GuardError, check_input
-from .frontend import memory_budget
+from .harness.records.result import describe_failure
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 PLUGIN_NAME = "stablehlo_conform"
@@ -229,17 +229,18 @@ def _new_options(config: pytest.Config):
 
     t = config.getoption("conform_timeout")
     timeout = 60.0 if t is None else (t or None)
-    opts = Options(backend=_backend_name(config), timeout=timeout, load_timeout=timeout, max_bytes=_budget(config))
-    profile = config.getoption("conform_accuracy_profile", None)
-    if profile:
+    path = config.getoption("conform_accuracy_profile", None)
+    profile = None
+    if path:
         from .oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         try:  # a regular file within the bound of inputs, before it is read
-            check_input(profile, "--conform-accuracy-profile")
+            check_input(path, "--conform-accuracy-profile")
         except GuardError as e:
             raise pytest.UsageError(str(e)) from None
-        opts.extra["accuracy_profile"] = accuracy_profile_option(profile, pytest.UsageError)
-    return opts
+        profile = accuracy_profile_option(path, pytest.UsageError)
+    return Options(backend=_backend_name(config), timeout=timeout, load_timeout=timeout, max_bytes=_budget(config),
+                   accuracy_profile=profile)
 
 
 def _run_in_worker(item: ProgramItem) -> dict:

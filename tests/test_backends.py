@@ -101,7 +101,7 @@ def test_tests_with_exotic_types_pass_and_wrong_values_fail(backend):
 @pytest.mark.parametrize("backend", ["numpy", "reference", "xla"])
 def test_run_function_passes_every_element_type(backend):
     mod = load(PROGRAM)[0]
-    opts = Options(extra={"isolate": False})
+    opts = Options(isolate=False)
     got = get_backend(backend).run_function(mod, "main", ARGS, opts)
     for g, e in zip(got, EXPECTED):
         assert g.dtype == e.dtype and g.shape == e.shape
@@ -145,7 +145,7 @@ def test_an_op_outside_stablehlo_is_unsupported_on_xla_in_words():
 }"""
     mod = load(text)[0]
     with pytest.raises(UnsupportedOp) as e:
-        get_backend("xla").run_function(mod, "main", [np.ones(3, np.float32)], Options(extra={"isolate": False}))
+        get_backend("xla").run_function(mod, "main", [np.ones(3, np.float32)], Options(isolate=False))
     assert ("the math dialect (not StableHLO) is not registered in the client's compiler; the program's first "
             "op of it: math.ceil") in str(e.value)
     assert "Dialect `math' not found" not in str(e.value)
@@ -165,7 +165,7 @@ func.func @main(%n: tensor<i64>, %a: tensor<?xbf16>) -> tensor<?xbf16> {
 def test_dynamic_shapes_are_refined_from_the_arguments(backend):
     mod = load(DYNAMIC)[0]
     a = np.array([0.5, 1.5, 2.5], ml_dtypes.bfloat16)
-    (out,) = get_backend(backend).run_function(mod, "main", [np.array(3), a], Options(extra={"isolate": False}))
+    (out,) = get_backend(backend).run_function(mod, "main", [np.array(3), a], Options(isolate=False))
     assert out.dtype == a.dtype and out.tolist() == [0.5, 2.5, 4.5]
 
 

@@ -327,7 +327,7 @@ def test_a_worker_sets_its_thread_count_and_starts_its_threads():
     """``_worker_main`` in a fresh interpreter, told 3 threads: it runs 3 at once."""
     code = """
 import threading
-from stablehlo_conform.harness import runner
+from stablehlo_conform.harness.suite import runner
 from stablehlo_conform.kernels import _parallel
 class Conn:
     def recv(self): return None

@@ -100,7 +100,7 @@ def test_numpy_engine_agrees_with_xla(prog):
     text = f"func.func @main({params}) -> {result_type} {{\n  {body}\n  func.return %0 : {result_type}\n}}"
     (mod,) = load(text)
     ours = get_backend("numpy").run_function(mod, "main", args)
-    theirs = _xla().run_function(mod, "main", args, Options(extra={"isolate": False}))
+    theirs = _xla().run_function(mod, "main", args, Options(isolate=False))
     exact = "float" not in str(ours[0].dtype) or "exponential" not in body and "tanh" not in body and (
         "sine" not in body and "cosine" not in body)
     m = compare(np.asarray(ours[0]), np.asarray(theirs[0]), max_ulp=0 if exact else 4)

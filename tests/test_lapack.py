@@ -373,7 +373,7 @@ def test_back_compat_program(case):
 def test_xla_backend_runs_cpu_lapack_programs_in_a_fresh_process():
     """Without initialising jaxlib's LAPACK handlers XLA crashes (SIGSEGV)."""
     code = (
-        "from stablehlo_conform.harness import back_compat as b\n"
+        "from stablehlo_conform.harness.suite import back_compat as b\n"
         "cs = [c for c in b.cases() if c.name.startswith(('cpu_cholesky', 'cpu_eigh'))]\n"
         "print([b.run_case(c, backend='xla').status for c in cs])\n"
     )

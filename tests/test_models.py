@@ -16,6 +16,8 @@ import pytest
 from stablehlo_conform import load
 from stablehlo_conform.frontend import load_text
 from stablehlo_conform.harness.judge import model as M
+from stablehlo_conform.harness.records.options import RunOptions
+from stablehlo_conform.oracle import classes as C
 from stablehlo_conform.harness.programs import recipe as R
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
 from stablehlo_conform.harness.programs.shadow import NoShadow, shadow_module, wide_value
@@ -288,11 +290,11 @@ def test_tf32_under_default_precision_is_accumulated_not_wrong():
 
 def test_a_runs_accuracy_profile_reaches_the_per_op_judgement(tmp_path):
     """The per-op runs of a model judge ops by the accuracy profile the run names, as diff does."""
-    from types import SimpleNamespace
-
     prof = tmp_path / "p.json"
     prof.write_text(json.dumps({"ops": {"stablehlo.exponential": {"f32": 7}}}))
-    local = M.localising_options(SimpleNamespace(timeout=5.0, extra={"accuracy_profile": str(prof)}))
+    run = RunOptions(timeout=5.0, max_ops=3, accuracy_profile=C.Profile.load(prof))
+    local = M.localising_options(run)
     assert local.timeout == 5.0 and local.max_ops >= 10**6
-    assert local.extra["_profile"] is not None
-    assert M.localising_options(None).extra["_profile"] is None
+    assert local.accuracy_profile.lookup("stablehlo.exponential", "f32") == 7
+    assert run.max_ops == 3  # the run's own options are left as they were
+    assert M.localising_options(None).accuracy_profile is None

@@ -201,7 +201,7 @@ class _SecondDeviceDiffers(PjrtBackend):
 def test_every_devices_results_are_checked(plugin):
     mod = frontend.load_text(MESH)[0]
     a = np.array([1.0, -2.5, 3.0, 0.5], np.float32)
-    opts = Options(timeout=120, extra={"isolate": False})
+    opts = Options(timeout=120, isolate=False)
     (out,) = PjrtBackend(f"pjrt:{plugin}?cpu_device_count=2").run_function(mod, "main", [a], opts)
     np.testing.assert_array_equal(out, 2 * a)
     with pytest.raises(CheckFailure, match=r"device 1 returned another result #0 than device 0 \(at \[2\]: "

@@ -49,10 +49,10 @@ def exp_program(expected: np.ndarray, attr: str = "", max_ulp: int | None = None
 """
 
 
-def run_text(tmp_path, text: str, name: str = "t.mlir", **extra) -> dict:
+def run_text(tmp_path, text: str, name: str = "t.mlir", **options) -> dict:
     p = tmp_path / name
     p.write_text(text)
-    recs = [ev[1] for ev in run_file(str(p), Options(extra=dict(extra))) if ev[0] == "result"]
+    recs = [ev[1] for ev in run_file(str(p), Options(**options)) if ev[0] == "result"]
     assert len(recs) == 1, recs
     return recs[0]
 
@@ -447,7 +447,7 @@ def test_compare_disagreement_by_class(tmp_path):
     (func,) = mod.tests()
     B._cache["planted-exp-2"] = NumpyBackend(planted_exp_registry(2))  # 2 ULP: within the 4-ULP budget
     try:
-        out = compare_test(mod, func, Options(compare=("numpy", "planted-exp-2")))
+        out = compare_test(mod, func, ("numpy", "planted-exp-2"), Options())
     finally:
         B._cache.pop("planted-exp-2")
     assert out["disagreements"] and "planted-exp-2 outside the accuracy class" in out["disagreements"][0]

@@ -15,11 +15,11 @@ import time
 
 import click
 
-from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from ..harness.records import jsonout
+from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from ..harness.records.stream import StreamError, read_lines, repair
-from .common import SEED, outputs_ready, usable_backend
 from ..types import ElementType
+from .common import SEED, outputs_ready, usable_backend
 
 
 def _resolve_ops(names):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from ..harness.records.guard import GuardError, Interrupted, OutputPlan, check_input, prepare_outputs
 from ..harness.backends import LOAD_SECONDS, BackendUnavailable, check_name, get_backend
+from ..harness.records.guard import GuardError, Interrupted, OutputPlan, check_input, prepare_outputs
 
 
 class InputFile(click.Path):

@@ -20,17 +20,18 @@ import click
 # inherit the environment), so it is set before anything imports jaxlib.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from ..errors import ConformError, InputError, ParseError
-from ..harness.records import jsonout
-from ..harness.records.guard import GuardError, atomic_path, prepare_outputs, write_atomic
-from .common import SECONDS, SEED, InputFile, usable_backend
+from .. import frontend
 from ..compare import is_float_dtype
+from ..errors import ConformError, InputError, ParseError
+from ..harness.backends import BackendUnavailable, check_name, get_backend
+from ..harness.campaigns.bundle import diff_bundle
 from ..harness.programs import inputs as I
 from ..harness.programs import recipe as R
-from ..harness.backends import BackendUnavailable, check_name, get_backend
 from ..harness.programs.support import unsupported_ops
-from .. import frontend
-from ..harness.campaigns.bundle import diff_bundle
+from ..harness.records import jsonout
+from ..harness.records.guard import GuardError, atomic_path, prepare_outputs, write_atomic
+from ..harness.records.options import RunIO, RunOptions
+from .common import SECONDS, SEED, InputFile, usable_backend
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -115,20 +116,6 @@ def _recipe_inputs(recipe, seed: int):
     return R.build_inputs(recipe, seed if seed else None)
 
 
-class _Opts:
-    """Options handed to backends (timeout, isolation)."""
-
-    def __init__(self, timeout: float | None):
-        self.timeout = timeout
-        self.isolate = None
-        self.max_bytes = None
-        self.probe_dir = None
-        self.num_replicas: int | None = None
-        self.num_partitions: int | None = None
-        self.io = None
-        self.extra: dict = {}
-
-
 def _format_array(name: str, ttype, a) -> str:
     import numpy as np
 
@@ -182,19 +169,18 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
     func = _entry(module, entry)
     recipe = None if (inputs_path or use_random) else _recipe(program, func)
     args = _recipe_inputs(recipe, seed) if recipe is not None else _inputs(func, inputs_path, use_random, seed)
-    opts = _Opts(timeout or None)
-    opts.num_replicas, opts.num_partitions = num_replicas, num_partitions
     grid = (num_replicas or 1) * (num_partitions or 1) > 1
     if (grid or infeed_path or outfeed_path) and backend != "numpy":
         _fail("--num-replicas/--num-partitions/--infeed/--outfeed need the numpy backend")
+    io_ = None
     if infeed_path or outfeed_path or grid:
-        from types import SimpleNamespace
-
         try:
             feed = list(I.load_npz(infeed_path).values()) if infeed_path else []
         except InputError as e:
             _fail(str(e))
-        opts.io = SimpleNamespace(infeed=feed, outfeed=[], processes=None)
+        io_ = RunIO(infeed=feed)
+    opts = RunOptions(backend=backend, timeout=timeout or None, num_replicas=num_replicas,
+                      num_partitions=num_partitions, io=io_)
     prof: dict | None = {} if (profile or profile_json) else None
     t0 = time.perf_counter()
     try:
@@ -221,8 +207,7 @@ def eval_cmd(program, inputs_path, use_random, seed, entry, backend, output, pri
         _fail(text if e.status == "error" or text.startswith(f"{e.status}:") else f"{e.status}: {text}", 1)
     wall = time.perf_counter() - t0
     results = tuple(results)
-    io_ = getattr(opts, "io", None)
-    per_process = getattr(io_, "processes", None) or {(0, 0): results}
+    per_process = (io_.processes if io_ is not None else None) or {(0, 0): results}
     multi = len(per_process) > 1
 
     def key(pid, i):  # out0, or r0p1_out0 on a grid of several processes
@@ -276,7 +261,8 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
 
     A model (a program with NAME.recipe.json beside it) runs on its recipe's
     inputs, and every backend is judged by the model rule (docs/models.md)."""
-    from ..harness.judge.diff import DiffOptions, diff_program, format_report  # loads mpmath: kept here for start-up time
+    # loads mpmath: kept here for start-up time
+    from ..harness.judge.diff import DiffOptions, diff_program, format_report
     from ..harness.judge.model import diff_model  # the engine: kept here for start-up time
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
@@ -290,12 +276,13 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     func = _entry(module, entry)
     recipe = _recipe(program, func)
     args = _inputs(func, inputs_path, True, seed) if recipe is None or inputs_path else _recipe_inputs(recipe, seed)
-    opts = DiffOptions(timeout=timeout or None, localise=localise,
-                       max_ops=max_ops or (10**9 if recipe is not None else 300))
+    profile = None
     if accuracy_profile:
         from ..oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
-        opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
+        profile = accuracy_profile_option(accuracy_profile, click.UsageError)
+    opts = DiffOptions(timeout=timeout or None, localise=localise,
+                       max_ops=max_ops or (10**9 if recipe is not None else 300), accuracy_profile=profile)
     try:
         run = diff_model if recipe is not None else diff_program
         report = run(module, func.name, names, args, opts)

@@ -13,8 +13,8 @@ import time
 import click
 
 from ..harness.campaigns import exhaustive as E
-from ..harness.records import jsonout
 from ..harness.campaigns.cluster import ClusterError, Progress, executor
+from ..harness.records import jsonout
 from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from ..harness.records.stream import StreamError, read_lines, repair
 from .common import outputs_ready, usable_backend

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import click
 
+from ..harness.backends import BackendUnavailable, check_name, display_name
 from ..harness.campaigns.cluster import ClusterError, executor
 from ..harness.records import jsonout
 from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
-from .common import SECONDS, SEED, outputs_ready
-from ..harness.backends import BackendUnavailable, check_name, display_name
 from ..harness.records.shard import ShardError, parse_shard
 from ..harness.reports import incomplete_note
+from .common import SECONDS, SEED, outputs_ready
 
 
 @click.command()

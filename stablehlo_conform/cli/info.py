@@ -6,16 +6,17 @@ import os
 import sys
 
 import click
+
+from .. import frontend
 from ..engine import TERMINATORS
-from ..harness.records import jsonout
 from ..errors import ConformError
 from ..harness.backends import LOAD_SECONDS, BackendUnavailable, available, display_name, get_backend
 from ..harness.backends.pjrt import PREFIX, PjrtBackend, locate, parse_name
+from ..harness.records import jsonout
 from ..harness.records.guard import write_atomic
 from ..harness.suite.cases import file_report
-from .common import SECONDS, outputs_ready
 from ..kernels.registry import load_all
-from .. import frontend
+from .common import SECONDS, outputs_ready
 
 
 @click.command()

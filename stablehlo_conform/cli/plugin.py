@@ -16,12 +16,12 @@ from pathlib import Path
 
 import click
 
-from ..harness.records.guard import Interrupted, atomic_path, ignore_interrupts, interruptible
-from .common import SECONDS, InputFile, outputs_ready
 from ..harness.campaigns import plugin_report as P
-from ..harness.reports import incomplete_note
-from .run import backend_name
 from ..harness.records.gate import Baseline, GateError
+from ..harness.records.guard import Interrupted, atomic_path, ignore_interrupts, interruptible
+from ..harness.reports import incomplete_note
+from .common import SECONDS, InputFile, outputs_ready
+from .run import backend_name
 
 
 @click.command("plugin-report")

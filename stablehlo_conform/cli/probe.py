@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+
 from ..harness.backends import get_backend
 from ..harness.records import jsonout
 from ..harness.records.guard import write_atomic
@@ -30,9 +31,9 @@ def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
     Exit code 0 when every level is at least as accurate as declared and no algorithm
     silently falls back to a less accurate one, 1 otherwise, 2 on a usage error.
     """
-    from ..harness.judge.diff import DiffOptions  # loads mpmath: kept here for start-up time
     # loads mpmath: kept here for start-up time
     from ..harness.campaigns.probe_precision import failed, format_rows, probe, to_json
+    from ..harness.judge.diff import DiffOptions  # loads mpmath: kept here for start-up time
     from ..oracle import classes as C  # loads mpmath: kept here for start-up time
     from ..oracle.precision import DEFAULT_LEVELS  # loads mpmath: kept here for start-up time
 

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import click
 
-from ..harness.records.guard import Interrupted, atomic_folder, ignore_interrupts, interruptible
-from .common import SECONDS, SEED, InputFile, outputs_ready, regex_option
+from .. import frontend
 from ..errors import ConformError, InputError
-from ..harness.programs import inputs as I
 from ..harness.backends import BackendUnavailable, check_name, display_name, shorten_names
 from ..harness.campaigns.bundle import expected_values, write_bundle
 from ..harness.campaigns.reduce import ENTRY, Property, entry_program, reduce_program
+from ..harness.programs import inputs as I
+from ..harness.records.guard import Interrupted, atomic_folder, ignore_interrupts, interruptible
+from .common import SECONDS, SEED, InputFile, outputs_ready, regex_option
 from .eval import _entry, _fail, _load
-from .. import frontend
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import click
 
-from ..harness.records.guard import atomic_path, write_atomic
 from ..harness.records import jsonout
-from .common import InputFile, outputs_ready
 from ..harness.records.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates, update_baseline
-from ..harness.reports import ReportError, incomplete_note, load_results
-from ..harness.reports.text import family_table, gate_lines, printable
+from ..harness.records.guard import atomic_path, write_atomic
 from ..harness.records.shard import merge_shards
+from ..harness.reports import ReportError, incomplete_note, load_results
 from ..harness.reports.html import write_html
 from ..harness.reports.junit import write_junit
+from ..harness.reports.text import family_table, gate_lines, printable
+from .common import InputFile, outputs_ready
 
 
 def _load_runs(paths):

@@ -16,24 +16,29 @@ from pathlib import Path
 
 import click
 
-from ..harness.records.guard import (GuardError, Interrupted, atomic_path, check_input, ignore_interrupts, interruptible,
-                             write_atomic)
-from ..harness.records import jsonout
-from ..harness.reports.text import gate_lines, printable
-from ..harness.records.result import describe_failure
-from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
 from ..harness.backends import LOAD_SECONDS, BackendUnavailable, check_name, shorten_names
+from ..harness.campaigns.bundle import write_run_bundles
+from ..harness.programs.support import unsupported_lines
+from ..harness.records import jsonout
 from ..harness.records.gate import Baseline, GateError, evaluate_gate, parse_min_pass_rates
-from ..harness.reports import incomplete_note
+from ..harness.records.guard import (
+    GuardError,
+    Interrupted,
+    atomic_path,
+    check_input,
+    ignore_interrupts,
+    interruptible,
+    write_atomic,
+)
+from ..harness.records.result import STATUSES, Status, describe_failure
 from ..harness.records.shard import ShardError, in_shard, parse_shard, shard_info, universe_hash
 from ..harness.records.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
 from ..harness.records.triage import triage, triage_json, triage_lines
-from ..harness.campaigns.bundle import REPRO_STATUSES, write_run_bundles
+from ..harness.reports import incomplete_note
 from ..harness.reports.html import write_html
 from ..harness.reports.junit import write_junit
-from ..harness.programs.support import unsupported_lines
-
-STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
+from ..harness.reports.text import gate_lines, printable
+from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
 
 
 class _Progress:
@@ -163,12 +168,14 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         raise click.UsageError(f"--compare {compare!r}: names no backend")
     # a backend that cannot run would leave every comparison undone
     compared = tuple(usable_backend(b, "--compare", load_timeout) for b in compared)
-    opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout,
-                   max_bytes=memory_budget_bytes(max_memory), pattern=pattern, compare=compared, shard=shard)
+    profile = None
     if accuracy_profile:
         from ..oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
-        opts.extra["accuracy_profile"] = accuracy_profile_option(accuracy_profile, click.UsageError)
+        profile = accuracy_profile_option(accuracy_profile, click.UsageError)
+    opts = Options(backend=backend, timeout=timeout, load_timeout=load_timeout,
+                   max_bytes=memory_budget_bytes(max_memory), pattern=pattern, compare=compared, shard=shard,
+                   accuracy_profile=profile)
     if resume and not jsonl_path:
         raise click.UsageError("--resume needs --jsonl FILE (the stream to continue)")
     if resume and os.path.lexists(jsonl_path):  # an input too: a regular file within the bound, never opened else
@@ -387,7 +394,7 @@ class _ReproBundles:
         """Write the bundles (each whole, see :func:`write_run_bundles`)."""
         if not self.folder:
             return
-        self.wanted = sum(1 for r in results if r.get("status") in REPRO_STATUSES)
+        self.wanted = sum(1 for r in results if Status(r["status"]).reproducible)
         try:
             write_run_bundles(self.folder, results, opts.backend, opts.compare, opts.timeout, made=self.made)
         except Exception as e:  # the run's own reports are still written

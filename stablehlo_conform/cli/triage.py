@@ -6,11 +6,11 @@ import sys
 
 import click
 
-from ..harness.records.guard import write_atomic
 from ..harness.records import jsonout
-from .common import InputFile, outputs_ready
-from ..harness.reports import ReportError, load_results
+from ..harness.records.guard import write_atomic
 from ..harness.records.triage import triage_json, triage_lines, triage_runs
+from ..harness.reports import ReportError, load_results
+from .common import InputFile, outputs_ready
 
 
 @click.command()

@@ -33,7 +33,7 @@ by element.
 What the spec fixes of these ops' results (shapes, types, the half-open
 interval of ``UNIFORM``, the output state's type, determinism for a given
 state) is checked by :func:`spec_fixed_problems`; the values themselves are
-implementation-defined, which the verdicts say (``harness.verdict``).
+implementation-defined, which the verdicts say (``harness.judge.verdict``).
 
 ``rng`` (the spec leaves the numbers implementation-defined): floating-point
 ``UNIFORM`` values over ``[a, b)`` from IREE's stateless index hash

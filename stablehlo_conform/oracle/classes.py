@@ -231,18 +231,6 @@ class Profile:
         return table.get(element, table.get("*"))
 
 
-@lru_cache(maxsize=16)
-def _cached_profile(path: str) -> Profile:
-    return Profile.load(path)
-
-
-def profile_from(opts: Any) -> Profile | None:
-    """The accuracy profile named by run options (``extra["accuracy_profile"]``)."""
-    extra = getattr(opts, "extra", None) or {}
-    path = extra.get("accuracy_profile")
-    return _cached_profile(str(path)) if path else None
-
-
 def measured_bound(cell: dict) -> int | None:
     """The ULP bound (distance from the correctly rounded result, as :func:`within` counts it) that
     covers every result of one measured cell of ``conform accuracy`` (a cell as JSON): 0 when every
@@ -291,14 +279,13 @@ def profile_from_table(doc: dict, backend: str | None = None) -> tuple[dict[str,
             "ops": ops}, left_out
 
 
-def accuracy_profile_option(path: str, usage_error: type[Exception]) -> str:
-    """Validate ``--accuracy-profile PATH``; returns the absolute path (worker
-    processes load it again)."""
+def accuracy_profile_option(path: str, usage_error: type[Exception]) -> Profile:
+    """The profile of ``--accuracy-profile PATH``, parsed (its ``source`` the
+    absolute path); a ``usage_error`` when it cannot be used."""
     try:
-        Profile.load(path)
+        return Profile.load(Path(path).resolve())
     except ProfileError as e:
         raise usage_error(str(e)) from None
-    return str(Path(path).resolve())
 
 
 def ulp_bound(op: str, element: str, profile: Profile | None = None) -> tuple[Any, str]:

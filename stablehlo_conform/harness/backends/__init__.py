@@ -15,8 +15,8 @@ from typing import Any
 
 from ... import frontend
 from ...program import Module
-from .base import Backend, BackendCrash, BackendUnavailable
 from ..records.names import display_name, shorten_names
+from .base import Backend, BackendCrash, BackendUnavailable
 from .native import LOAD_SECONDS
 from .pjrt import PREFIX, PjrtBackend, check_stablehlo, check_target, discover, parse_name
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConformError
+from ..records.options import RunOptions
 from ..records.result import Outcome
 
 
@@ -45,6 +46,8 @@ class Backend:
     ``checks``; :meth:`..result.Outcome.of` reads both).
     ``test_values`` returns the values a test's checks look at (the first
     operand of each check op, in program order), for comparing backends.
+    Each receives the run's :class:`..records.options.RunOptions` (frozen;
+    None: the defaults).
     """
 
     name = "backend"
@@ -54,13 +57,14 @@ class Backend:
         """The name in messages (a plugin's library path shortened)."""
         return self.name
 
-    def run_function(self, module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
+    def run_function(self, module, func_name: str, args: Sequence[np.ndarray],
+                     opts: RunOptions | None = None) -> tuple:
         raise NotImplementedError
 
-    def run_test(self, module, func, opts) -> Outcome | dict[str, Any]:
+    def run_test(self, module, func, opts: RunOptions | None) -> Outcome | dict[str, Any]:
         raise NotImplementedError
 
-    def test_values(self, module, func, opts) -> list[np.ndarray]:
+    def test_values(self, module, func, opts: RunOptions | None) -> list[np.ndarray]:
         raise NotImplementedError
 
 

@@ -4,16 +4,15 @@ with the same check kernels as the NumPy engine."""
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from ...errors import UnsupportedOp
-from ...program import Func, Module, SymbolRef, walk_ops
-from ..records.result import Outcome, Status
 from ...engine import Engine, OpContext
+from ...errors import UnsupportedOp
 from ...kernels import check as check_kernels
 from ...kernels.custom_call import custom_call
 from ...kernels.registry import Registry, load_all
+from ...program import Func, Module, SymbolRef, walk_ops
+from ..records.result import Outcome, Status
 
 
 def check_ops(func: Func) -> list:

@@ -16,8 +16,8 @@ import tempfile
 from typing import Any
 
 from ...errors import ConformError, Timeout, UnsupportedOp
-from .memory import bounded, inherited_budget
 from .base import BackendCrash, BackendError
+from .memory import bounded, inherited_budget
 
 
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:

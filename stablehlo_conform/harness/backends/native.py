@@ -22,21 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from ... import frontend, types as T
+from ... import frontend
+from ... import types as T
 from ...engine import Engine
 from ...errors import ConformError, Timeout, UnsupportedOp
 from ...kernels.registry import load_all
 from ...program import Func, Module, walk_ops
-from .base import Backend, BackendError
+from ..records.options import LOAD_SECONDS, RunOptions, run_options
 from ..records.result import Outcome
+from .base import Backend, BackendError
 from .checks import _reachable, check_ops, check_outcome, evaluate_checks, is_check
 from .isolated import Isolated
 from .wire import BASIC, Wire, decode, encode, replicated_attr, splice, wire_for, wrapper_text
 
-
 GRID_OP = "interpreter.run_parallel"
-# seconds a backend's child may take to start (a plugin's client) where no --load-timeout says
-LOAD_SECONDS = 60.0
 _start_listener: Callable[[str, bool], None] | None = None
 
 
@@ -100,21 +99,20 @@ class NativeBackend(Backend):
         return {}
 
     # plumbing -----------------------------------------------------------
-    def _call(self, text: str, args: list, opts: Any, default_isolate: bool | None = None,
+    def _call(self, text: str, args: list, opts: RunOptions | None, default_isolate: bool | None = None,
               method: str = "execute") -> list:
         """``method`` (``execute``, or ``execute_grid`` with one argument list
-        per process) on ``text``. Isolation: ``opts.isolate`` or
-        ``opts.extra["isolate"]`` when set, else ``default_isolate``, else the
-        backend's default."""
-        isolate = getattr(opts, "isolate", None)
+        per process) on ``text``. Isolation: ``opts.isolate`` when set, else
+        ``default_isolate``, else the backend's default."""
+        opts = run_options(opts)
+        isolate = opts.isolate
         if isolate is None:
-            extra = getattr(opts, "extra", None) or {}
-            isolate = extra.get("isolate", self.isolate if default_isolate is None else default_isolate)
+            isolate = self.isolate if default_isolate is None else default_isolate
         self.check_available()
         if not isolate:
             return getattr(self, method)(text, args)
-        self.ready(getattr(opts, "load_timeout", LOAD_SECONDS))
-        return self.child().call(method, text, args, timeout=getattr(opts, "timeout", None))
+        self.ready(opts.load_timeout)
+        return self.child().call(method, text, args, timeout=opts.timeout)
 
     def ready(self, timeout: float | None = LOAD_SECONDS) -> None:
         """Start the child and what it loads (``start_method``: a plugin's
@@ -145,7 +143,7 @@ class NativeBackend(Backend):
         return self._child
 
     def _run(self, module: Module, func: Func, args: Sequence[np.ndarray], result_types,
-             strip_checks: bool, opts: Any, default_isolate: bool | None = None,
+             strip_checks: bool, opts: RunOptions | None, default_isolate: bool | None = None,
              grid: tuple[int, int] | None = None, per_process: Sequence[Sequence[np.ndarray]] = ()) -> list:
         """``func`` run on the backend: its values (one list), or with
         ``grid`` = (replicas, partitions) one list per process of that grid,
@@ -231,7 +229,7 @@ class NativeBackend(Backend):
         return values
 
     # interpreter.run_parallel: the grid's processes on the backend's devices
-    def run_grid(self, module: Module, op: Any, inputs: Sequence[np.ndarray], opts: Any) -> tuple:
+    def run_grid(self, module: Module, op: Any, inputs: Sequence[np.ndarray], opts: RunOptions | None) -> tuple:
         """The results of ``interpreter.run_parallel`` ``op`` with its
         programs run on the backend, one device per process, in row-major
         process order (spec.md#parallel-execution). A client runs one
@@ -261,7 +259,8 @@ class NativeBackend(Backend):
                          per_process=per_process)
         return tuple(v for process in outs for v in process)
 
-    def _grid_engine(self, module: Module, func: Func, opts: Any, overrides: dict | None = None) -> Engine:
+    def _grid_engine(self, module: Module, func: Func, opts: RunOptions | None,
+                     overrides: dict | None = None) -> Engine:
         """The test function evaluated on the host with its
         ``interpreter.run_parallel`` ops run on the backend (its body holds
         nothing but constants, tokens, grids and checks)."""
@@ -273,19 +272,20 @@ class NativeBackend(Backend):
         def grid_kernel(ctx, *inputs):
             return self.run_grid(module, ctx.op, inputs, opts)
 
-        timeout = getattr(opts, "timeout", None)
+        timeout = run_options(opts).timeout
         eng = Engine(module, load_all().with_overrides({GRID_OP: grid_kernel, **(overrides or {})}),
                      deadline=(time.monotonic() + timeout) if timeout else None)
         eng.call(func.name, ())
         return eng
 
-    def run_function(self, module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
+    def run_function(self, module, func_name: str, args: Sequence[np.ndarray],
+                     opts: RunOptions | None = None) -> tuple:
         func = module.funcs.get(func_name)
         if func is None:
             raise ConformError(f"no function @{func_name} in module")
         return tuple(self._run(module, func, args, func.result_types, False, opts))
 
-    def _test_run(self, module: Module, func: Func, opts: Any) -> tuple[list, list[list[np.ndarray]]]:
+    def _test_run(self, module: Module, func: Func, opts: RunOptions | None) -> tuple[list, list[list[np.ndarray]]]:
         checks = check_ops(func)
         top = set(map(id, checks))
         for f in _reachable(module, func):
@@ -304,7 +304,7 @@ class NativeBackend(Backend):
             k += len(op.operands)
         return checks, grouped
 
-    def test_values(self, module, func, opts) -> list[np.ndarray]:
+    def test_values(self, module, func, opts: RunOptions | None) -> list[np.ndarray]:
         if _runs_grid(func):
             seen: list[np.ndarray] = []
 
@@ -319,7 +319,7 @@ class NativeBackend(Backend):
         _, grouped = self._test_run(module, func, opts)
         return [g[0] for g in grouped if g]
 
-    def run_test(self, module, func, opts) -> Outcome:
+    def run_test(self, module, func, opts: RunOptions | None) -> Outcome:
         if _runs_grid(func):
             return check_outcome(self._grid_engine(module, func, opts).checks)
         checks, grouped = self._test_run(module, func, opts)

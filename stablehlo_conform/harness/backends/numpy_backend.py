@@ -5,16 +5,15 @@ from __future__ import annotations
 import io
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ...engine import Engine, run_spmd
 from ...kernels.registry import Registry, load_all
-from .base import Backend
+from ..records.options import RunOptions, run_options
 from ..records.result import Outcome, replace
+from .base import Backend
 from .checks import check_outcome
-
 
 MAX_OUTPUT = 20000  # characters of printed output kept in a result
 
@@ -25,26 +24,26 @@ class NumpyBackend(Backend):
     def __init__(self, registry: Registry | None = None):
         self.registry = registry
 
-    def engine(self, module, opts: Any = None) -> Engine:
-        timeout = getattr(opts, "timeout", None)
+    def engine(self, module, opts: RunOptions | None = None) -> Engine:
+        opts = run_options(opts)
         return Engine(
             module,
             self.registry if self.registry is not None else load_all(),
-            deadline=(time.monotonic() + timeout) if timeout else None,
-            max_bytes=getattr(opts, "max_bytes", None),
-            probe_dir=getattr(opts, "probe_dir", None),
-            io=getattr(opts, "io", None),
+            deadline=(time.monotonic() + opts.timeout) if opts.timeout else None,
+            max_bytes=opts.max_bytes,
+            probe_dir=opts.probe_dir,
+            io=opts.io,
         )
 
-    def run_function(self, module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
+    def run_function(self, module, func_name: str, args: Sequence[np.ndarray],
+                     opts: RunOptions | None = None) -> tuple:
         """Runs on one process, or — when ``opts`` asks for a grid of several
         (``num_replicas`` x ``num_partitions``) — on every process of it,
         returning process (0, 0)'s results (all are in ``opts.io.processes``)."""
-        replicas = getattr(opts, "num_replicas", None)
-        partitions = getattr(opts, "num_partitions", None)
+        opts = run_options(opts)
+        replicas, partitions = opts.num_replicas, opts.num_partitions
         if (replicas or 1) * (partitions or 1) > 1:
-            timeout = getattr(opts, "timeout", None)
-            io_ = getattr(opts, "io", None)
+            timeout, io_ = opts.timeout, opts.io
             per_process = run_spmd(module, func_name, args, num_replicas=replicas, num_partitions=partitions,
                                    registry=self.registry if self.registry is not None else load_all(),
                                    deadline=(time.monotonic() + timeout) if timeout else None, io=io_)
@@ -53,7 +52,7 @@ class NumpyBackend(Backend):
             return tuple(per_process[min(per_process)])
         return self.engine(module, opts).call(func_name, tuple(args))
 
-    def run_test(self, module, func, opts) -> Outcome:
+    def run_test(self, module, func, opts: RunOptions | None) -> Outcome:
         eng = self.engine(module, opts)
         printed = io.StringIO()  # interpreter.print output goes into the result
         eng.io = printed

@@ -38,13 +38,13 @@ from typing import Any
 
 import numpy as np
 
+from ... import frontend
 from ...errors import CheckFailure, ConformError, Timeout, UnsupportedOp
 from ...process_grid import MAX_PROCESSES
 from ..records.guard import interruptible
-from ..records.names import LIBRARY_SUFFIX, display_name, split_target
+from ..records.names import LIBRARY_SUFFIX, BackendName, display_name
 from .base import BackendError, BackendUnavailable
 from .native import LOAD_SECONDS, NativeBackend
-from ... import frontend
 
 PREFIX = "pjrt:"
 # The StableHLO versions assumed for a plugin that states none: from VHLO's
@@ -85,10 +85,11 @@ def parse_name(name: str) -> PjrtSpec:
     """``pjrt:TARGET[?key=value&...]`` -> :class:`PjrtSpec` (``device`` is
     the device index, ``stablehlo`` a StableHLO version to serialize programs
     to before compiling, every other key a plugin create option; a library
-    path holding ``?`` is taken whole, see :func:`.names.split_target`)."""
+    path holding ``?`` is taken whole, see :class:`~..records.names.BackendName`)."""
     if not name.startswith(PREFIX) or len(name) == len(PREFIX):
         raise BackendUnavailable(f"a PJRT backend is named pjrt:PATH or pjrt:NAME, not {name!r}")
-    target, _, query = split_target(name[len(PREFIX):])
+    parsed = BackendName.parse(name)
+    target, query = parsed.target, parsed.query
     options: list[tuple[str, str]] = []
     device = 0
     version = ""
@@ -270,7 +271,7 @@ def reusable_name(name: str) -> str:
         found = locate(parse_name(short).target)
     except ConformError:
         return name
-    library = split_target(name[len(PREFIX):])[0]
+    library = BackendName.parse(name).target
     same = found is not None and found[0] == PACKAGE and os.path.realpath(found[1]) == os.path.realpath(library)
     return short if same else name
 

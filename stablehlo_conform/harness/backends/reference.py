@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import frontend
 from .base import BackendError
 from .native import NativeBackend
 from .wire import BASIC
-from ... import frontend
 
 
 class ReferenceBackend(NativeBackend):

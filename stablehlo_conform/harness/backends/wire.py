@@ -18,9 +18,9 @@ import numpy as np
 
 from ... import types as T
 from ...errors import UnsupportedOp
+from ...process_grid import grid_size_of
 from ...program import Module
 from .base import BackendError
-from ...process_grid import grid_size_of
 
 BASIC = frozenset({"i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "f32", "f64"})
 _SMALL_INT = {"i2": "i8", "i4": "i8", "ui2": "ui8", "ui4": "ui8"}

@@ -52,20 +52,20 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
 from ... import frontend
-from ..records import jsonout
 from ... import types as T
 from ...compare import ulp_distance
-from ..backends import get_backend
-from ..records.names import display_name, shorten_names
-from .cluster import init_worker, kill_workers
 from ...numeric import float_from_bits, kind_of, significand_and_emin, wide
 from ...oracle import exact as X
 from ...oracle.classes import EXACT_OPS, measured_bound
+from ..backends import get_backend
+from ..records import jsonout
+from ..records.names import display_name, shorten_names
+from ..records.options import RunOptions
+from .cluster import init_worker, kill_workers
 
 # element types measured, narrowest first
 FLOAT_TYPES = ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN", "f8E3M4", "f8E4M3", "f8E4M3FN", "f8E4M3FNUZ",
@@ -239,7 +239,7 @@ def run_on_backend(backend, op: str, type_name: str, args: Sequence[np.ndarray])
     """Run ``op`` on ``backend`` (a backend name or a :class:`~..harness.backends.Backend`)."""
     (module,) = frontend.load(program_text(op, type_name, args[0].size))
     b = get_backend(backend) if isinstance(backend, str) else backend
-    (out,) = b.run_function(module, "main", list(args), SimpleNamespace(timeout=BACKEND_SECONDS))
+    (out,) = b.run_function(module, "main", list(args), RunOptions(timeout=BACKEND_SECONDS))
     return np.asarray(out).reshape(args[0].shape)
 
 

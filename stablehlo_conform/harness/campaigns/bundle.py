@@ -17,15 +17,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from ...program import walk_ops
-from ..records import jsonout
-from ..backends.base import check_ops
-from ..records.guard import FolderNames, atomic_folder, safe_name
-from ..programs.inputs import save_npz
-from ..programs.arguments import generated_inputs
-from ..programs.recipe import build_inputs
-from .reduce import ENTRY, compare_outcomes, entry_program, run_outcomes
+
 from ... import frontend
+from ...program import walk_ops
+from ..backends.base import check_ops
+from ..programs.arguments import generated_inputs
+from ..programs.inputs import save_npz
+from ..programs.recipe import build_inputs
+from ..records import jsonout
+from ..records.guard import FolderNames, atomic_folder, safe_name
+from ..records.result import Status
+from .reduce import ENTRY, compare_outcomes, entry_program, run_outcomes
 
 
 def _cmd(*parts: str) -> str:
@@ -129,9 +131,6 @@ def expected_values(text: str, entry: str) -> list[np.ndarray] | None:
 # Bundles of ``conform diff`` and ``conform run``
 # --------------------------------------------------------------------------- #
 
-REPRO_STATUSES = ("fail", "crash", "timeout")
-
-
 def bundle_program(folder: str | Path, text: str, entry: str, args: Sequence[np.ndarray], backends: Sequence[str],
                    *, title: str, timeout: float | None = 120.0, notes: Sequence[str] = (),
                    expected: Sequence[np.ndarray] | None = None) -> Path:
@@ -184,7 +183,7 @@ def write_run_bundles(folder: str | Path, results: Sequence[dict], backend: str,
     names = FolderNames(folder, inputs=sorted({r["file"] for r in results if r.get("file")}))
     out: list[Path] = [] if made is None else made
     for rec in results:
-        if rec.get("status") not in REPRO_STATUSES:
+        if not Status(rec["status"]).reproducible:  # a wrong value or a dead backend
             continue
         case = _case_of(rec)
         if case is None:

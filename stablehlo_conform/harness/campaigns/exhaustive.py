@@ -34,8 +34,8 @@ import numpy as np
 from ... import types as T
 from ...numeric import float_from_bits, significand_and_emin, wide
 from ...oracle import exact as X
-from .accuracy import _same_bits, backend_failure, dtype_of, op_arity, result_type, run_on_backend
 from ..records.jsonout import number
+from .accuracy import _same_bits, backend_failure, dtype_of, op_arity, result_type, run_on_backend
 
 CHUNK_BITS = 24
 WORST = 8  # worst inputs kept per chunk and per cell

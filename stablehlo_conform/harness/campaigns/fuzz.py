@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from ..judge.diff import judge_isolated, judged
-from .fuzzgen import Program, generate
-from .bundle import write_bundle
 from ..programs.inputs import save_npz
-from .reduce import IsolatedBackends, Property, compare_outcomes, reduce_program
+from ..records.result import NOT_RUN, STATUSES, Status
 from ..records.shard import indices, shard_info
+from .bundle import write_bundle
+from .fuzzgen import Program, generate
+from .reduce import IsolatedBackends, Property, compare_outcomes, reduce_program
 
 _OP = re.compile(r"\b((?:stablehlo|chlo)\.[a-z_]+)")
 _ETYPE = re.compile(r"tensor<(?:[0-9?]+x)*([a-zA-Z0-9]+(?:<[a-z0-9]+>)?)>")
@@ -55,7 +56,7 @@ def classify(outcomes: dict[str, dict], backends: Sequence[str],
     (the report of :func:`.diff.judge_isolated`) has the last word on outputs
     that differ: every op within its accuracy class (a dot's allowed precision
     included) makes them agree."""
-    for status in ("crash", "timeout", "error", "unsupported"):
+    for status in NOT_RUN:  # worst first
         for b in backends:
             o = outcomes[b]
             if o["status"] == status:
@@ -125,7 +126,7 @@ def run_program(seed: int, i: int, backends: Sequence[str], runners: IsolatedBac
     if status != "pass":
         log(f"{prog.id} {status.upper()} ({prog.kind}, {', '.join(prog.element_types)}): "
             f"{message.splitlines()[0][:160] if message else ''}")
-    if status in ("fail", "crash", "timeout") and out is not None and reduce:
+    if Status(status).reproducible and out is not None and reduce:
         t2 = time.monotonic()
         try:
             rec.update(_reduce_and_bundle(prog, status if status == "fail" else "crash", culprit, backends,
@@ -262,8 +263,7 @@ def _signal_name(e: BaseException) -> str:
 
 def summarize(results: Sequence[dict]) -> dict[str, Any]:
     c = Counter(r["status"] for r in results)
-    return {"total": len(results), **{s: c.get(s, 0) for s in ("pass", "fail", "error", "unsupported", "crash",
-                                                                "timeout")}}
+    return {"total": len(results), **{s: c.get(s, 0) for s in STATUSES}}
 
 
 def groups(results: Sequence[dict]) -> list[tuple[tuple[str, str, str], list[dict]]]:

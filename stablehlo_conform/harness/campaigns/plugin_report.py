@@ -16,16 +16,17 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from ..backends import display_name, get_backend, shorten_names
-from ..records import jsonout
-from ..backends.pjrt import PjrtSpec, parse_name, reusable_name
-from ..reports.plugin_html import _without_location, page_summary, reason, render_plugin_page, summary_line
-from ..records.triage import kind, triage
+
 from ... import frontend
+from ..backends import display_name, get_backend, shorten_names
+from ..backends.pjrt import PjrtSpec, parse_name, reusable_name
+from ..records import jsonout
+from ..records.result import STATUSES
+from ..records.triage import kind, triage
 from ..reports.junit import write_junit
+from ..reports.plugin_html import _without_location, page_summary, reason, render_plugin_page, summary_line
 
 ROOT = Path(__file__).resolve().parents[3]
-STATUSES = ("pass", "fail", "error", "unsupported", "crash", "timeout")
 
 
 def default_suites() -> list[Path]:

@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from ... import frontend
 from ...errors import ConformError
 from ...oracle import precision as P
-from ... import frontend
+from ..records.options import RunOptions
 
 M = N = 64
 ACC_ROWS = 30
@@ -111,7 +112,7 @@ def analyse(outputs: dict[str, np.ndarray], inputs: dict[str, tuple[np.ndarray, 
                       (False, True): "operands flushed", (True, True): "both flushed"}[flushed]
 
 
-def _run(backend: Any, text: str, args: tuple[np.ndarray, np.ndarray], opts: Any) -> np.ndarray:
+def _run(backend: Any, text: str, args: tuple[np.ndarray, np.ndarray], opts: RunOptions | None) -> np.ndarray:
     module = frontend.load_text(text, "<probe>")[0]
     return np.asarray(backend.run_function(module, "main", list(args), opts)[0])
 
@@ -121,7 +122,7 @@ def _order(name: str) -> int:
     return names.index(name) if name in names else -1
 
 
-def probe(backend: Any, levels: dict[str, str] | None = None, opts: Any = None,
+def probe(backend: Any, levels: dict[str, str] | None = None, opts: RunOptions | None = None,
           algorithms: bool = True) -> list[ProbeRow]:
     """One :class:`ProbeRow` per level (checked against ``levels``, the declared
     algorithm per level) and, with ``algorithms``, per probed algorithm."""

@@ -45,16 +45,17 @@ from typing import Any
 
 import numpy as np
 
+from ... import frontend
 from ...engine import Engine
 from ...errors import ConformError, ParseError, Timeout
 from ...kernels.registry import load_all
 from ...program import walk_ops
 from ..backends import get_backend
-from ..backends.isolated import Isolated
 from ..backends.base import check_ops
-from ..records.guard import run_in_group
+from ..backends.isolated import Isolated
 from ..programs.inputs import random_inputs, save_npz
-from ... import frontend
+from ..records.guard import run_in_group
+from ..records.options import RunOptions
 
 PROPERTIES = ("disagree", "crash", "compile-error", "script")
 MIN_ORACLE_SECONDS = 0.05  # the least time a candidate may keep the NumPy oracle busy
@@ -72,20 +73,8 @@ class CandidateRunner:
     def run(self, backend: str, text: str, entry: str, args: list, timeout: float | None) -> tuple:
 
         module = frontend.load_text(text, "<candidate>")[0]
-        opts = _RunOpts(timeout)
+        opts = RunOptions(timeout=timeout, isolate=False)  # the child is the isolation
         return tuple(get_backend(backend).run_function(module, entry, list(args), opts))
-
-
-class _RunOpts:
-    def __init__(self, timeout: float | None):
-        self.timeout = timeout
-        self.isolate = False  # the child is the isolation
-        self.max_bytes = None
-        self.probe_dir = None
-        self.num_replicas = None
-        self.num_partitions = None
-        self.io = None
-        self.extra: dict = {}
 
 
 _SPEC = "stablehlo_conform.harness.campaigns.reduce:CandidateRunner"

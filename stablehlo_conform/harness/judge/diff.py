@@ -23,22 +23,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ... import frontend, types as T
+from ... import frontend
+from ... import types as T
 from ...compare import DEFAULT_ULP, _float_info, compare, is_float_dtype, ulp_distance
-from ...errors import ConformError
-from .verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends, judge_op, magnitude, needs_oracle
-from ...program import Func, Module, walk_ops
 from ...engine import Engine
+from ...errors import ConformError
 from ...kernels.registry import load_all
 from ...oracle import classes as C
-from ...oracle.classes import profile_from
+from ...program import Func, Module, walk_ops
 from ..backends import get_backend
 from ..backends.checks import check_ops
+from ..records.options import RunOptions
+from .verdict import BACKEND_WRONG, BOTH_WITHIN, judge_backends, judge_op, magnitude, needs_oracle
 
 CONTAINER_OPS = frozenset({"stablehlo.while", "stablehlo.if", "stablehlo.case", "func.call", "stablehlo.composite"})
 """Ops whose values come from the ops of their regions (or callee): judged there."""
@@ -135,7 +136,7 @@ class Runner:
     label: str
     backend: Any
 
-    def run(self, module: Module, entry: str, args: Sequence[np.ndarray], opts: Any) -> tuple:
+    def run(self, module: Module, entry: str, args: Sequence[np.ndarray], opts: RunOptions | None) -> tuple:
         return tuple(self.backend.run_function(module, entry, list(args), opts))
 
 
@@ -150,14 +151,13 @@ def make_runners(backends: Sequence[Any]) -> list[Runner]:
     return out
 
 
-@dataclass
-class DiffOptions:
-    timeout: float | None = 120.0
-    isolate: bool | None = None
-    max_ops: int = 300
-    per_op_limit: int = 2
-    localise: str = "auto"  # auto (on mismatch) | always | never
-    extra: dict[str, Any] = field(default_factory=dict)
+DIFF_SECONDS = 120.0  # the default timeout of one run of ``conform diff``
+
+
+def DiffOptions(**changes: Any) -> RunOptions:
+    """The run options of ``conform diff``: :class:`RunOptions` with its
+    defaults (a timeout of :data:`DIFF_SECONDS`) and ``changes``."""
+    return RunOptions(**{"timeout": DIFF_SECONDS, **changes})
 
 
 def _safe_run(r: Runner, module, entry, args, opts) -> tuple[str, Any]:
@@ -170,7 +170,7 @@ def _safe_run(r: Runner, module, entry, args, opts) -> tuple[str, Any]:
 
 
 def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequence[np.ndarray],
-                 opts: DiffOptions | None = None) -> dict[str, Any]:
+                 opts: RunOptions | None = None) -> dict[str, Any]:
     """Run ``entry`` on every backend and compare every result with the
     first backend's. Returns a JSON-ready report: ``status`` is ``agree``,
     ``disagree`` (some result differs) or ``incomplete`` (a backend did not
@@ -179,7 +179,6 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     the first op whose results differ or whose run crashed."""
     opts = opts or DiffOptions()
     runners = make_runners(backends)
-    opts.extra.setdefault("_profile", profile_from(opts))
     func = module.funcs[entry]
     report: dict[str, Any] = {
         "entry": entry, "backends": [r.label for r in runners],
@@ -223,7 +222,8 @@ class IsolatedRunner:
         self.runners = runners
         self.name = name
 
-    def run_function(self, module: Module, func_name: str, args: Sequence[np.ndarray], opts: Any = None) -> tuple:
+    def run_function(self, module: Module, func_name: str, args: Sequence[np.ndarray],
+                     opts: RunOptions | None = None) -> tuple:
         o = self.runners.outcome(self.name, module.text, list(args), func_name)
         if o["status"] != "ok":
             e = ConformError(o["message"])
@@ -342,13 +342,13 @@ def _shapes_fit(op, op_args) -> bool:
 
 
 def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
-             opts: DiffOptions) -> list[dict[str, Any]]:
+             opts: RunOptions) -> list[dict[str, Any]]:
     """Run every traced op alone on every backend; one record per op run."""
     return _localise(module, entry, args, runners, opts)[0]
 
 
 def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
-              opts: DiffOptions) -> tuple[list[dict[str, Any]], bool]:
+              opts: RunOptions) -> tuple[list[dict[str, Any]], bool]:
     """:func:`localise`, and whether every traced op run was compared."""
     registry = None
     for r in runners:
@@ -431,7 +431,7 @@ def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: l
         stated = cls is not None and (bool(cls.algorithms) or cls.source == "result_accuracy")
         if rec["status"] == "mismatch" or (rec.get("differs") and stated):
             v = rec["verdict"] = judge_op(module, op, op_args, {lb: v for lb, (st, v) in got.items() if st == "ok"},
-                                          opts.extra.get("_profile"))
+                                          opts.accuracy_profile)
             judged = [f"{lb} {b['judgement']}" for lb, b in v["backends"].items()
                       if b.get("judgement") and lb != runners[0].label]
             if judged:
@@ -458,12 +458,12 @@ def _judge_containers(containers: list[tuple[Any, dict]], out: list[dict[str, An
             rec.update(status="ok", judgement="differences made by the ops of its body, each within its bound")
 
 
-def _op_accuracy(module: Module, op, op_args, base_value, opts) -> list[tuple] | None:
+def _op_accuracy(module: Module, op, op_args, base_value, opts: RunOptions) -> list[tuple] | None:
     """Per result of ``op``: its accuracy class and (for accumulating ops)
     the operands' magnitudes; None when the classes cannot be used."""
     if base_value is None:
         return None
-    cls = C.class_of(op, opts.extra.get("_profile"))
+    cls = C.class_of(op, opts.accuracy_profile)
     out = []
     for j in range(len(op.result_types)):
         mag = None
@@ -555,7 +555,7 @@ def entry_of(module: Module, entry: str | None) -> Func:
 # --------------------------------------------------------------------------- #
 
 
-def test_values(backend: Any, module: Module, func: Func, opts: Any) -> list[np.ndarray]:
+def test_values(backend: Any, module: Module, func: Func, opts: RunOptions | None) -> list[np.ndarray]:
     """The values a test's checks look at (first operand of each check op of
     the test function's body), as computed by ``backend``."""
     if getattr(backend, "name", "") != "numpy" or not hasattr(backend, "engine"):
@@ -575,8 +575,9 @@ def test_values(backend: Any, module: Module, func: Func, opts: Any) -> list[np.
     return [v for v in got if v is not None]
 
 
-def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
-    """Run a test on every backend of ``opts.compare`` and compare the
+def compare_test(module: Module, func: Func, names: Sequence[str], opts: RunOptions | None = None
+                 ) -> dict[str, Any]:
+    """Run a test on every backend of ``names`` (``--compare``) and compare the
     checked values with the first backend that ran: ``compare`` (backend ->
     ``ok`` or its error) and ``disagreements`` (messages). The accuracy
     classes have the last word: backends all within the class of the exact
@@ -584,7 +585,7 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
     (``compare_verdict``)."""
     statuses: dict[str, str] = {}
     values: dict[str, list] = {}
-    for name in opts.compare:
+    for name in names:
         try:
             values[name] = test_values(get_backend(name), module, func, opts)
             statuses[name] = "ok"
@@ -592,7 +593,7 @@ def compare_test(module: Module, func: Func, opts: Any) -> dict[str, Any]:
             statuses[name] = f"{e.status}: {str(e).splitlines()[0][:200]}"
         except Exception as e:
             statuses[name] = f"error: {type(e).__name__}: {e}"[:200]
-    ran = [n for n in opts.compare if n in values]
+    ran = [n for n in names if n in values]
     checks = check_ops(func)
     disagreements: list[str] = []
     for other in ran[1:]:

@@ -40,12 +40,12 @@ import numpy as np
 
 from ...compare import _float_info, is_float_dtype
 from ...errors import ConformError
-from ...oracle.classes import profile_from
 from ...program import Module
 from ..backends.numpy_backend import NumpyBackend
-from .diff import DiffOptions, Runner, _localise, _safe_run, make_runners
 from ..programs.recipe import Recipe, build_inputs, check_fits
 from ..programs.shadow import shadow_module, wide_value
+from ..records.options import RunOptions, run_options
+from .diff import DiffOptions, Runner, _localise, _safe_run, make_runners
 
 FACTOR = 3.0
 METRIC = "rel-L2 to the float64 shadow"
@@ -192,7 +192,7 @@ class Reference:
     shadow: tuple
 
 
-def reference(module: Module, entry: str, args: Sequence[np.ndarray], opts: Any = None) -> Reference:
+def reference(module: Module, entry: str, args: Sequence[np.ndarray], opts: RunOptions | None = None) -> Reference:
     """Run the oracle and its float64 shadow; a :class:`ModelError` when the
     reference is not usable (:func:`reference_problem`)."""
     oracle = NumpyBackend()
@@ -209,7 +209,7 @@ def reference(module: Module, entry: str, args: Sequence[np.ndarray], opts: Any 
     return Reference(outs, shadow)
 
 
-def localise_model(module: Module, entry: str, args: Sequence[np.ndarray], runner: Runner, opts: DiffOptions
+def localise_model(module: Module, entry: str, args: Sequence[np.ndarray], runner: Runner, opts: RunOptions
                    ) -> tuple[str, dict | None, str]:
     """``(outcome, first op, note)`` for a backend outside the model's bound:
     every op run alone on the oracle and on ``runner`` (see the module's text)."""
@@ -231,7 +231,7 @@ def localise_model(module: Module, entry: str, args: Sequence[np.ndarray], runne
 
 
 def judge_backend(module: Module, entry: str, args: Sequence[np.ndarray], runner: Runner, got: Sequence[Any],
-                  ref: Reference, opts: DiffOptions, localise: bool = True) -> ModelVerdict:
+                  ref: Reference, opts: RunOptions, localise: bool = True) -> ModelVerdict:
     """The model rule for one backend's outputs ``got``, localised when outside the bound."""
     errors = tuple(output_errors(got, ref.outputs, ref.shadow, module.funcs[entry].result_types))
     if all(e.within for e in errors):
@@ -242,14 +242,12 @@ def judge_backend(module: Module, entry: str, args: Sequence[np.ndarray], runner
     return ModelVerdict(runner.label, outcome, errors, first, note)
 
 
-def localising_options(opts: Any) -> DiffOptions:
+def localising_options(opts: RunOptions | None) -> RunOptions:
     """The per-op runs' options for a model run by ``conform run`` (``opts``: its run options, or
     None): the run's timeout per op, every op of the model (a model has thousands), and the
-    accuracy profile the run names, as :func:`.diff.diff_program` reads it."""
-    local = DiffOptions(timeout=getattr(opts, "timeout", None), max_ops=10**9,
-                        extra=dict(getattr(opts, "extra", None) or {}))
-    local.extra.setdefault("_profile", profile_from(local))
-    return local
+    accuracy profile the run names. A new object: ``opts`` is left as it is."""
+    opts = run_options(opts)
+    return RunOptions(timeout=opts.timeout, max_ops=10**9, accuracy_profile=opts.accuracy_profile)
 
 
 def inputs_for(module: Module, entry: str, recipe: Recipe, seed: int | None = None) -> list[np.ndarray]:
@@ -263,7 +261,7 @@ def is_oracle(backend: Any) -> bool:
     return isinstance(backend, NumpyBackend) and type(backend) is NumpyBackend and backend.registry is None
 
 
-def run_model(module: Module, recipe: Recipe, backend: Any, opts: Any = None, seed: int | None = None
+def run_model(module: Module, recipe: Recipe, backend: Any, opts: RunOptions | None = None, seed: int | None = None
               ) -> ModelVerdict:
     """A model as a test (``conform run``): inputs from its recipe, the
     reference, the backend's outputs judged by the model rule."""
@@ -276,12 +274,11 @@ def run_model(module: Module, recipe: Recipe, backend: Any, opts: Any = None, se
 
 
 def diff_model(module: Module, entry: str, backends: Sequence[Any], args: Sequence[np.ndarray],
-               opts: DiffOptions | None = None) -> dict[str, Any]:
+               opts: RunOptions | None = None) -> dict[str, Any]:
     """``conform diff`` of a model: the report :func:`.diff.diff_program`
     writes, each backend's outputs judged by the model rule (against the
     arbiter, not against each other), localised only when outside the bound."""
     opts = opts or DiffOptions()
-    opts.extra.setdefault("_profile", profile_from(opts))
     runners = make_runners(backends)
     func = module.funcs[entry]
     report: dict[str, Any] = {

@@ -49,16 +49,17 @@ import numpy as np
 
 from ... import types as T
 from ...compare import _almost_equal, is_float_dtype, ulp_distance
+from ...engine import Engine, OpContext
 from ...errors import ConformError
 from ...kernels import iree_check
 from ...kernels import random as rng_kernels
-from ...engine import Engine, OpContext
+from ...kernels.registry import load_all
+from ...oracle import classes as C
+from ...program import Block, Module, Op, Region, walk_ops
 from ..backends import get_backend
 from ..backends.checks import check_ops, is_check
 from ..backends.numpy_backend import NumpyBackend
-from ...kernels.registry import load_all
-from ...program import Block, Module, Op, Region, walk_ops
-from ...oracle import classes as C
+from ..records.options import RunOptions, run_options
 
 BACKEND_WRONG = "backend wrong"
 GOLDEN_WRONG = "golden wrong"
@@ -105,13 +106,13 @@ class Recorder:
             self.producer.setdefault(id(r), (op, list(args), j))
 
 
-def record(module: Module, func_name: str, registry=None, opts: Any = None) -> Recorder:
+def record(module: Module, func_name: str, registry=None, opts: RunOptions | None = None) -> Recorder:
     import time
 
-    timeout = getattr(opts, "timeout", None)
+    opts = run_options(opts)
     eng = Engine(module, registry if registry is not None else load_all(),
-                 deadline=(time.monotonic() + timeout) if timeout else None,
-                 max_bytes=getattr(opts, "max_bytes", None))
+                 deadline=(time.monotonic() + opts.timeout) if opts.timeout else None,
+                 max_bytes=opts.max_bytes)
     rec = Recorder()
     eng.trace = rec
     eng.call(func_name, ())
@@ -309,7 +310,8 @@ class Reference:
 class Oracle:
     """Exact references for the checked values of one traced test run."""
 
-    def __init__(self, module: Module, func_name: str, rec: Recorder, profile=None, opts: Any = None):
+    def __init__(self, module: Module, func_name: str, rec: Recorder, profile: C.Profile | None = None,
+                 opts: RunOptions | None = None):
         self.module = module
         self.func_name = func_name
         self.rec = rec
@@ -489,13 +491,13 @@ def _backends_verdict(what: str, cls: C.AccuracyClass, backends: dict, method: s
             "accuracy": cls.to_json(), "reference": method}
 
 
-def judge_backends(module: Module, func, opts: Any, values: dict[str, Sequence]) -> dict[str, Any]:
+def judge_backends(module: Module, func, opts: RunOptions | None, values: dict[str, Sequence]) -> dict[str, Any]:
     """Backends disagree on a test's checked values (``values``: label ->
     the first operand of each check op of the test function, in program
     order): which of them are within the class of the exact values."""
-    profile = C.profile_from(opts)
+    opts = run_options(opts)
     rec = record(module, func.name, None, opts)
-    oracle = Oracle(module, func.name, rec, profile, opts)
+    oracle = Oracle(module, func.name, rec, opts.accuracy_profile, opts)
     where = {id(op): i for i, op in enumerate(check_ops(func))}
     backends: dict[str, dict[str, Any]] = {}
     cls, method, why, what = C.AccuracyClass(C.EXACT), "exact", "", "the checked values"
@@ -757,7 +759,7 @@ def needs_oracle(module: Module) -> bool:
     return cached
 
 
-def _backend_values(backend: Any, module: Module, func, opts: Any) -> dict[int, np.ndarray] | None:
+def _backend_values(backend: Any, module: Module, func, opts: RunOptions | None) -> dict[int, np.ndarray] | None:
     """id(check op) -> the value the backend computed for it (None: the
     NumPy trace's own values)."""
     if isinstance(backend, NumpyBackend):
@@ -776,14 +778,14 @@ def _backend_values(backend: Any, module: Module, func, opts: Any) -> dict[int, 
 MAX_JUDGED_ELEMENTS = 1 << 22
 
 
-def judge_test(module: Module, func, opts: Any = None, backend: Any = None) -> dict[str, Any]:
+def judge_test(module: Module, func, opts: RunOptions | None = None, backend: Any = None) -> dict[str, Any]:
     """Re-run a test with recording and judge every check: ``passed`` (all
     checks pass by their rule or the accuracy class) and ``verdict`` (None
     or the summary of :func:`summarize`)."""
-    profile = C.profile_from(opts)
+    opts = run_options(opts)
     rec = record(module, func.name, None, opts)
     actual_of = _backend_values(backend, module, func, opts) if backend is not None else None
-    oracle = Oracle(module, func.name, rec, profile, opts)
+    oracle = Oracle(module, func.name, rec, opts.accuracy_profile, opts)
     judged: list[dict] = []
     unjudged = 0  # checks the oracle cannot judge (a probe, another check dialect's op, ...)
     for k, (op, args) in enumerate(rec.checks):
@@ -819,13 +821,13 @@ class Judgement:
     accuracy: dict | None = None
 
 
-def judge_record(module: Module, func, opts: Any, status: str, message: str,
+def judge_record(module: Module, func, opts: RunOptions | None, status: str, message: str,
                  backend: Any = None) -> Judgement | None:
     """Judge a failing (or ``result_accuracy``-carrying) test whose checks
     gave ``status`` and ``message``: its status by the accuracy classes, and
     a ``verdict`` for a failure. None when nothing changes."""
     if backend is None:
-        backend = get_backend(getattr(opts, "backend", "numpy"))
+        backend = get_backend(run_options(opts).backend)
     try:
         out = judge_test(module, func, opts, backend)
     except Exception as e:  # an oracle failure never changes the outcome

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from ... import types as T
-from ...program import Func, Module
 from ...kernels.interpreter_ops import format_value
+from ...program import Func, Module
 from .filecheck import check_lines
 from .inputs import random_array
 

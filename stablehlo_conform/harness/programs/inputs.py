@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 
 from ... import types as T
-from ..records import jsonout
+from ...compare import _float_info
 from ...errors import InputError
 from ...numeric import make_complex
 from ...program import Func, walk_ops
-from ..records import guard
-from ...compare import _float_info
+from ..records import guard, jsonout
 
 DTYPES_KEY = "__conform_dtypes__"
 DYNAMIC_DIM = 3

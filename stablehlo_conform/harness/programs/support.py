@@ -14,8 +14,8 @@ from ...errors import ConformError, ParseError
 from ...kernels.custom_call import TARGETS
 from ...kernels.registry import load_all
 from ...program import Func, Module, walk_ops
-from .iree_run import find_cases
 from ..records.result import base_record
+from .iree_run import find_cases
 
 _OP_AT_START = re.compile(r"^\s*(?:%[^=\"]*=\s*)?([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_.]*)")
 # dialects of whole programs outside StableHLO that tests mix in, and what they are

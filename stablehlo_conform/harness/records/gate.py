@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .guard import GuardError, read_input_text, write_atomic
 from . import jsonout
+from .guard import GuardError, read_input_text, write_atomic
 from .triage import Signature, signature
 
 BASELINE_FORMAT = "stablehlo-conform-baseline"

@@ -17,21 +17,73 @@ import enum
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-__all__ = ["Status", "Result", "new_result", "base_record", "Outcome", "Failure", "describe_failure", "replace"]
+__all__ = ["Status", "STATUSES", "NOT_RUN", "Result", "new_result", "base_record", "Outcome", "Failure",
+           "describe_failure", "replace"]
 
 
 class Status(str, enum.Enum):
-    """A test's status; the value is what JSON holds."""
+    """A test's status: the value is what JSON holds; each knows what it says about the backend,
+    and every grouping of statuses (summaries, JUnit, the plugin page, repro bundles, the gate)
+    reads these facts instead of listing statuses again.
 
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    UNSUPPORTED = "unsupported"
-    CRASH = "crash"
-    TIMEOUT = "timeout"
+    - ``kind``: what it says about the backend, in triage's words: ``pass``, ``wrong value``
+      (it computed something else), ``crash`` (it died or hung), ``error`` (it refused a program
+      it should take), ``unsupported``;
+    - ``failure``: a failure of the backend (an unsupported op is not one: it is coverage);
+    - ``reproducible``: a program that ran and gave a wrong value or killed its process, which a
+      repro bundle reproduces;
+    - ``rank``: worst first (a wrong value, a crash, a timeout, an error, unsupported, pass);
+    - ``junit``: the JUnit element a non-passing test gets (``error``: the test did not run to its
+      checks; ``failure``: it ran, or its op is unsupported).
+
+    The members' order is the order summaries list counts in."""
+
+    PASS = ("pass", "pass", 5, "")
+    FAIL = ("fail", "wrong value", 0, "failure")
+    ERROR = ("error", "error", 3, "error")
+    UNSUPPORTED = ("unsupported", "unsupported", 4, "failure")
+    CRASH = ("crash", "crash", 1, "error")
+    TIMEOUT = ("timeout", "crash", 2, "error")
+
+    def __new__(cls, value: str, kind: str, rank: int, junit: str) -> "Status":
+        obj = str.__new__(cls, value)
+        obj._value_ = value
+        obj.kind, obj.rank, obj.junit = kind, rank, junit
+        return obj
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def failure(self) -> bool:
+        return self.kind in ("wrong value", "crash", "error")
+
+    @property
+    def reproducible(self) -> bool:
+        return self.kind in ("wrong value", "crash")
+
+    @property
+    def ran(self) -> bool:
+        """The program ran to its checks (passed, or a value was wrong)."""
+        return self.kind in ("pass", "wrong value")
+
+    @classmethod
+    def of(cls, value: Any) -> "Status | None":
+        """The status a record's ``status`` field names, None for a value that names none
+        (a record of another tool)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+    @classmethod
+    def worst_first(cls, statuses) -> list["Status"]:
+        """``statuses`` (members or their values), worst first."""
+        return sorted((cls(s) for s in statuses), key=lambda s: s.rank)
+
+
+STATUSES = tuple(s.value for s in Status)  # the order summaries count in
+NOT_RUN = tuple(s.value for s in Status.worst_first(Status) if not s.ran)  # crash, timeout, error, unsupported
 
 
 # optional fields, in the order they are written (after the base fields); absent when None

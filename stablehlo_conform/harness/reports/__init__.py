@@ -10,6 +10,7 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+
 from ..records.guard import GuardError, read_input_text
 from ..records.stream import StreamError, check_result, read_stream
 

@@ -18,10 +18,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..records.gate import Baseline
 from ..records import jsonout
+from ..records.gate import Baseline
 from ..records.triage import triage_runs
 from . import incomplete_note
+
 
 def dtype_sort_key(name: str) -> tuple:
     """i1, signed ints, unsigned ints, floats (by width), complex, others."""

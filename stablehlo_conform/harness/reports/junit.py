@@ -33,11 +33,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..records.gate import Baseline
-from ..records.result import describe_failure
+from ..records.result import Status, describe_failure
 from . import incomplete_note
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-ERROR_STATUSES = ("error", "crash", "timeout")
 MESSAGE_LIMIT = 1000
 
 
@@ -82,7 +81,7 @@ def testcase(rec: dict, baseline: Baseline | None = None) -> ET.Element:
         out = ET.SubElement(tc, "system-out")
         out.text = _clean(_details(rec))
         return tc
-    tag = "error" if status in ERROR_STATUSES else "failure"
+    tag = "error" if getattr(Status.of(status), "junit", "") == "error" else "failure"
     el = ET.SubElement(tc, tag, {"message": msg, "type": status})
     el.text = _clean(_details(rec))
     return tc

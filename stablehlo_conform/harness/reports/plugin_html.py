@@ -27,20 +27,28 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ..records.names import display_name, shorten_names
-from ..records.names import plugin_name
+from ...version import __version__ as tool_version
 from ..records.gate import Baseline
+from ..records.names import display_name, plugin_name, shorten_names
+from ..records.result import Status
 from ..records.triage import Group, kind, normalise, triage
 from . import incomplete_note
 from .html import dtype_sort_key
-from ...version import __version__ as tool_version
 
 PLUGIN_DIALECTS = ("stablehlo.", "chlo.")
 # outcome kinds, worst first; a matrix cell takes the colour of the worst it holds
 KINDS = ("wrong", "crash", "error", "unsupported", "pass")
-KIND_OF_STATUS = {"fail": "wrong", "crash": "crash", "timeout": "crash", "error": "error",
-                  "unsupported": "unsupported", "pass": "pass"}
-BAD = ("fail", "crash", "timeout", "error")  # what fails the gate unless a baseline knows it
+
+
+def _kind(status: str) -> str:
+    """A status's kind as the page shows it (an unknown status is an error)."""
+    k = getattr(Status.of(status), "kind", "error")
+    return "wrong" if k == "wrong value" else k
+
+
+def _bad(status: str) -> bool:
+    """What fails the gate unless a baseline knows it: a failure of the backend (not unsupported)."""
+    return getattr(Status.of(status), "failure", False)
 
 
 def is_plugin_program(rec: dict) -> bool:
@@ -152,7 +160,7 @@ def page_summary(results: Sequence[dict], baseline: Baseline | None = None) -> d
     st = Counter(r["status"] for r in results)
     ran = sum(r["status"] != "unsupported" for r in plugin)
     wrong = [r for r in results if r["status"] == "fail"]
-    new = [r for r in results if r["status"] in BAD and (baseline is None or baseline.match(r) is None)]
+    new = [r for r in results if _bad(r["status"]) and (baseline is None or baseline.match(r) is None)]
     return {"total": len(results), "plugin_programs": len(plugin), "companion": len(results) - len(plugin),
             "wrong": len(wrong), "wrong_ops": len({r.get("family") or "other" for r in wrong}),
             "crashes": st["crash"] + st["timeout"], "errors": st["error"], "unsupported": st["unsupported"],
@@ -174,7 +182,7 @@ def matrix(results: Sequence[dict]) -> tuple[list[str], list[str], dict[tuple[st
     cells: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r in results:
         if is_plugin_program(r):
-            cells[(str(r["family"]), _dtype(r))][KIND_OF_STATUS.get(r["status"], "error")] += 1
+            cells[(str(r["family"]), _dtype(r))][_kind(r["status"])] += 1
 
     def rank(keys: set, axis: int) -> dict[str, int]:
         worst: dict[str, int] = {}
@@ -462,7 +470,7 @@ def render_plugin_page(doc: dict, baseline: Baseline | None = None, *, parser: s
     suites = ", ".join(str(run.get("suite", "")) for run in doc.get("suites", []))
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     bad = s["wrong"] or s["crashes"]
-    known = sum(1 for r in results if r["status"] in BAD) - len(s["new"])
+    known = sum(1 for r in results if _bad(r["status"])) - len(s["new"])
     header = (
         f'<h1 id="title">{_e(title)} <small style="font-weight:400;color:#5b6776">StableHLO conformance</small></h1>'
         f'<p class="facts" id="facts">platform <b>{_e(platform)}</b> · device kind <b>{_e(kinds)}</b> '
@@ -497,7 +505,8 @@ def render_plugin_page(doc: dict, baseline: Baseline | None = None, *, parser: s
                        "of another shape.</p>"),
         _matrix_section(results, s),
         _group_section("coverage", f"Coverage {s['coverage']:.1f}%: unsupported by reason", unsupported, backend,
-                       rerun, baseline, f'<p class="counts">{s["ran"]} of {s["plugin_programs"]} StableHLO/CHLO programs '
+                       rerun, baseline,
+                       f'<p class="counts">{s["ran"]} of {s["plugin_programs"]} StableHLO/CHLO programs '
                        "ran; the plugin called the rest unsupported"
                        + (f" ({s['companion']} programs of companion dialects are not counted)" if s["companion"]
                           else "") + ".</p>"),

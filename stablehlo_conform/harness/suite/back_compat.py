@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..judge import linalg_identity as LI
-from ...errors import ConformError, UnsupportedOp
 from ... import frontend
+from ...errors import ConformError, UnsupportedOp
 from ..backends import evaluate
+from ..judge import linalg_identity as LI
 
 PACKAGE = "jax._src.internal_test_util.export_back_compat_test_data"
 

@@ -21,18 +21,19 @@ from typing import Any
 from ... import frontend
 from ... import types as T
 from ...errors import ConformError, ParseError
-from ..judge.verdict import judge_record, needs_oracle
 from ...program import Func, Module, SymbolRef, walk_ops
 from ..backends import get_backend
 from ..judge.diff import compare_test
-from ..programs.filecheck import filecheck
-from ..programs.arguments import ProgramCase, find_program_cases, format_results, generated_inputs
 from ..judge.model import run_model
+from ..judge.verdict import judge_record, needs_oracle
+from ..programs.arguments import ProgramCase, find_program_cases, format_results, generated_inputs
+from ..programs.filecheck import filecheck
 from ..programs.recipe import RecipeError, read_recipe, recipe_path
-from ..records.result import Outcome, Result, Status, base_record, new_result, replace
-from ..records.shard import in_shard
-from ..records.guard import file_kind
 from ..programs.support import iree_programs, load_functions, test_ids, unsupported_message, unsupported_ops
+from ..records.guard import file_kind
+from ..records.options import RunOptions
+from ..records.result import NOT_RUN, Outcome, Result, Status, base_record, new_result, replace
+from ..records.shard import in_shard
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 
@@ -54,20 +55,16 @@ def memory_budget_bytes(mib: float | None) -> int | None:
         return None
 
 
-@dataclass
-class Options:
-    backend: str = "numpy"
-    timeout: float | None = None
+@dataclass(frozen=True)
+class Options(RunOptions):
+    """The options of ``conform run``: the :class:`RunOptions` its backends
+    receive (:meth:`~RunOptions.plain`) and what the suite alone reads."""
+
     load_timeout: float | None = None  # seconds to read, parse and lower one file (None: no limit)
-    max_bytes: int | None = None
-    probe_dir: str | None = None
-    num_replicas: int | None = None
-    num_partitions: int | None = None
     infeed: str | None = None
     compare: tuple[str, ...] = ()
     pattern: str | None = None  # -k: only tests whose id matches
     shard: tuple[int, int] | None = None  # --shard K/N: only the tests of shard K (see harness/records/shard.py)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def matches(test_id: str, pattern: str | None) -> bool:
@@ -100,7 +97,6 @@ def discover(paths: list[str]) -> list[str]:
     return out
 
 
-_NOT_RUN_ORDER = ("crash", "timeout", "error", "unsupported")
 JUDGED_WRONG = "fail"  # a compared backend that ran, outside the accuracy class of the exact values
 
 
@@ -114,10 +110,10 @@ def compare_failures(statuses: dict[str, str]) -> list[tuple[str, str, str]]:
         if text == "ok" or str(text).startswith(f"{JUDGED_WRONG}: "):
             continue
         status, _, why = str(text).partition(": ")
-        if status not in _NOT_RUN_ORDER:
+        if status not in NOT_RUN:
             status, why = "error", str(text)
         out.append((name, status, why))
-    return sorted(out, key=lambda t: _NOT_RUN_ORDER.index(t[1]))
+    return sorted(out, key=lambda t: NOT_RUN.index(t[1]))
 
 
 def family_of(module: Module, func: Func) -> tuple[str, list[str], list[str]]:
@@ -345,25 +341,26 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
     r = new_result(mod.source, tid, func.name, func.loc.line, family=family, ops=ops, dtypes=dtypes,
                    backend=opts.backend, kind=case.kind)
     t0 = time.perf_counter()
+    run = opts.plain()  # what the backend receives
     try:
         backend = get_backend(opts.backend)
         size = None
         if case.kind == "iree":
-            r = Outcome.of(case.execute(backend, mod, opts)).apply(r)
+            r = Outcome.of(case.execute(backend, mod, run)).apply(r)
         elif case.kind == "model":
-            v = run_model(mod, case.recipe, backend, opts)
+            v = run_model(mod, case.recipe, backend, run)
             r = replace(r, status=Status.PASS if v.ok else Status.FAIL, message=v.summary(), checks=len(v.outputs),
                         family="model", model=v.to_json())
         elif case.kind == "args":
             args = list(frontend.parse_attribute(case.args_text, mod.source))
-            outputs = backend.run_function(mod, func.name, args, opts)
+            outputs = backend.run_function(mod, func.name, args, run)
         elif case.kind == "generated":
             # a size some programs cannot take (a slice past the end): try others
             attempts = [(n, zeros) for zeros in (False, True) for n in PROGRAM_SIZES]
             for i, (size, zeros) in enumerate(attempts):
                 try:
                     args = generated_inputs(func, size=size, int_zeros=zeros)
-                    outputs = backend.run_function(mod, func.name, args, opts)
+                    outputs = backend.run_function(mod, func.name, args, run)
                     break
                 except ConformError as e:
                     if e.status != "error" or i == len(attempts) - 1:
@@ -383,7 +380,7 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
     return replace(r, duration=round(time.perf_counter() - t0, 6)).to_json()
 
 
-def judge(mod: Module, func: Func, opts: Options, r: Result, backend: Any = None) -> Result:
+def judge(mod: Module, func: Func, opts: RunOptions, r: Result, backend: Any = None) -> Result:
     """``r`` with the accuracy classes' judgement of its checks (see
     :func:`.verdict.judge_record`)."""
     j = judge_record(mod, func, opts, r.status.value, r.message, backend)
@@ -423,13 +420,14 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
     r = new_result(mod.source, tid, func.name, func.loc.line, family=family, ops=ops, dtypes=dtypes,
                    backend=opts.backend)
     t0 = time.perf_counter()
+    run = opts.plain()  # what the backends receive
     try:
         backend = get_backend(opts.backend)
-        r = Outcome.of(backend.run_test(mod, func, opts)).apply(r)
+        r = Outcome.of(backend.run_test(mod, func, run)).apply(r)
         if r.status == Status.FAIL or needs_oracle(mod):
-            r = judge(mod, func, opts, r, backend)
+            r = judge(mod, func, run, r, backend)
         if opts.compare:
-            r = with_comparison(r, compare_test(mod, func, opts))
+            r = with_comparison(r, compare_test(mod, func, opts.compare, run))
     except ConformError as e:
         why = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
         r = replace(r, status=e.status, message=why)

@@ -28,12 +28,12 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from ...kernels import _parallel
-from ..backends.native import on_client_start
-from .cases import Options, run_file
-from ..records.result import base_record
-from ..records.guard import interrupts_held
 from ..backends.memory import bounded_events
+from ..backends.native import on_client_start
 from ..programs.recipe import recipe_path
+from ..records.guard import interrupts_held
+from ..records.result import base_record
+from .cases import Options, run_file
 
 GRACE = 5.0  # seconds past the cooperative deadline before a worker is killed
 STARTUP = 30.0  # seconds a fresh worker may take to start (imports) before its first file counts
