@@ -52,7 +52,7 @@ from .frontend import memory_budget
 from .harness.backends import BackendUnavailable, check_name
 from .harness.records.gate import Baseline, GateError
 from .harness.records.guard import GuardError, check_input
-from .harness.records.result import describe_failure
+from .harness.records.result import Result, Status, describe_failure, replace
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
 PLUGIN_NAME = "stablehlo_conform"
@@ -158,7 +158,7 @@ class _Loaded:
 
         with memory_budget(max_bytes):
             cases = enumerate_file(path)
-        self.errors: list[dict] = cases.errors
+        self.errors: list[Result] = cases.errors
         self.tests: list[tuple[str, Any, Any]] = [  # (name, module, func)
             (tid.rsplit("::", 1)[1], mod, f) for tid, mod, f in cases.tests]
         self.programs: list[tuple[str, Any, Any]] = [  # (name, module, program case)
@@ -193,7 +193,7 @@ class ProgramFile(pytest.File):
     def collect(self):
         loaded = _load(str(self.path), self.config)
         for rec in loaded.errors:
-            yield ProgramItem.from_parent(self, name=rec["id"].rsplit("::", 1)[1], load_error=rec)
+            yield ProgramItem.from_parent(self, name=rec.id.rsplit("::", 1)[1], load_error=rec)
         for name, _mod, func in loaded.tests:
             yield ProgramItem.from_parent(self, name=name, line=func.loc.line)
         for name, _mod, case in loaded.programs:
@@ -203,8 +203,8 @@ class ProgramFile(pytest.File):
 class ConformFailure(Exception):
     """A test program that did not pass."""
 
-    def __init__(self, rec: dict):
-        super().__init__(rec.get("message", ""))
+    def __init__(self, rec: Result):
+        super().__init__(rec.message)
         self.rec = rec
 
 
@@ -243,7 +243,7 @@ def _new_options(config: pytest.Config):
                    accuracy_profile=profile)
 
 
-def _run_in_worker(item: ProgramItem) -> dict:
+def _run_in_worker(item: ProgramItem) -> Result:
     """The record of ``item``, run as ``conform run`` runs a test: in a worker
     process (kept from item to item), so a kernel past ``--conform-timeout``
     is stopped (the worker with it), a native crash or a test over
@@ -253,24 +253,24 @@ def _run_in_worker(item: ProgramItem) -> dict:
 
     path = str(item.path)
     loaded = _load(path, item.config)
-    ids = [r["id"] for r in loaded.errors] + [f"{path}::{n}" for n, _m, _f in loaded.tests + loaded.programs]
+    ids = [r.id for r in loaded.errors] + [f"{path}::{n}" for n, _m, _f in loaded.tests + loaded.programs]
     mine = f"{path}::{item.name}"
-    gone = {"id": item.test_id, "status": "error", "message": f"test {item.name} no longer in {item.path}"}
+    gone = Result(id=item.test_id, status=Status.ERROR, message=f"test {item.name} no longer in {item.path}")
     if mine not in ids:
         raise ConformFailure(gone)
     runner = Runner(_options(item.config), jobs=1, pool=item.config.stash[_pool_key])
     recs = runner.run([path], skip={i for i in ids if i != mine})
     # its record, or the file's (it no longer loads); none: the file changed since it was collected
-    return next((r for r in recs if r["id"] == mine), recs[0] if recs else gone)
+    return next((r for r in recs if r.id == mine), recs[0] if recs else gone)
 
 
 class ProgramItem(pytest.Item):
-    def __init__(self, *, load_error: dict | None = None, line: int = 0, program: bool = False, **kw):
+    def __init__(self, *, load_error: Result | None = None, line: int = 0, program: bool = False, **kw):
         super().__init__(**kw)
         self.load_error = load_error
         self.program = program
         self.line = line
-        self.record: dict | None = None
+        self.record: Result | None = None
         self.add_marker("conform")
 
     @property
@@ -279,22 +279,23 @@ class ProgramItem(pytest.Item):
 
     def runtest(self) -> None:
         if self.load_error is not None:
-            rec = dict(self.load_error, id=self.test_id)
+            rec = replace(self.load_error, id=self.test_id)
         else:
-            rec = dict(_run_in_worker(self), id=self.test_id)
-            rec["line"] = rec.get("line") or self.line  # a record of the runner's own (timeout, crash) has none
+            rec = _run_in_worker(self)
+            # a record of the runner's own (timeout, crash) has no line
+            rec = replace(rec, id=self.test_id, line=rec.line or self.line)
         self.record = rec
-        self.user_properties.append(("conform_status", rec["status"]))
-        if rec.get("family"):
-            self.user_properties.append(("op_family", rec["family"]))
+        self.user_properties.append(("conform_status", rec.status.value))
+        if rec.family:
+            self.user_properties.append(("op_family", rec.family))
         baseline = self.config.stash.get(_baseline_key, None)
-        entry = baseline.match(rec) if baseline is not None else None
-        if rec["status"] == "pass":
+        entry = baseline.match(rec.to_json()) if baseline is not None else None
+        if rec.passed:
             if entry is not None:
                 self.user_properties.append(("conform_newly_passing", entry.reason))
             return
         if entry is not None:
-            pytest.xfail(f"known failure ({rec['status']}): {entry.reason or 'listed in the baseline'}")
+            pytest.xfail(f"known failure ({rec.status}): {entry.reason or 'listed in the baseline'}")
         raise ConformFailure(rec)
 
     def repr_failure(self, excinfo, style=None):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from stablehlo_conform import evaluate
+from stablehlo_conform.harness.records.result import Result
 from stablehlo_conform.harness.suite.cases import Options, run_file
 
 from kernel_util import ty as _ttype
@@ -19,11 +20,11 @@ BEYOND = ROOT / "testsuite" / "beyond"
 FILES = sorted(BEYOND.glob("*.mlir"))
 
 
-def records(path) -> list[dict]:
+def records(path) -> list[Result]:
     return [ev[1] for ev in run_file(str(path), Options()) if ev[0] == "result"]
 
 
-def run_text(tmp_path, text: str) -> list[dict]:
+def run_text(tmp_path, text: str) -> list[Result]:
     p = tmp_path / "prog.mlir"
     p.write_text(text)
     return records(p)
@@ -40,16 +41,16 @@ def test_suite_has_programs():
 def test_beyond_program(path):
     recs = records(path)
     assert recs, f"no tests in {path}"
-    bad = [(r["id"], r["status"], r["message"]) for r in recs if r["status"] != "pass"]
+    bad = [(r.id, r.status, r.message) for r in recs if r.status != "pass"]
     assert not bad
-    assert all(r["checks"] > 0 for r in recs)
+    assert all(r.checks > 0 for r in recs)
 
 
 def test_cond_br_factorial_detects_wrong_value(tmp_path):
     text = (BEYOND / "control.mlir").read_text().replace("dense<[3628800]>", "dense<[3628801]>")
-    recs = {r["function"]: r for r in run_text(tmp_path, text)}
-    assert recs["factorial_cond_br_loop"]["status"] == "fail"
-    assert recs["factorial_recursive_call"]["status"] == "pass"
+    recs = {r.function: r for r in run_text(tmp_path, text)}
+    assert recs["factorial_cond_br_loop"].status == "fail"
+    assert recs["factorial_recursive_call"].status == "pass"
 
 
 # companions: failures are reported, not swallowed ------------------------------
@@ -65,8 +66,8 @@ func.func @t() {
   func.return
 }
 """)
-    assert recs[0]["status"] == "fail"
-    assert "five is not below four" in recs[0]["message"]
+    assert recs[0].status == "fail"
+    assert "five is not below four" in recs[0].message
 
 
 def test_failing_shape_constraint_fails(tmp_path):
@@ -82,8 +83,8 @@ func.func @t() {
   func.return
 }
 """)
-    assert recs[0]["status"] == "fail"
-    assert "broadcastable" in recs[0]["message"]
+    assert recs[0].status == "fail"
+    assert "broadcastable" in recs[0].message
 
 
 def test_extract_out_of_bounds_is_an_error(tmp_path):
@@ -97,8 +98,8 @@ func.func @t() {
   func.return
 }
 """)
-    assert recs[0]["status"] == "error"
-    assert "out of bounds" in recs[0]["message"]
+    assert recs[0].status == "error"
+    assert "out of bounds" in recs[0].message
 
 
 # exhaustive i8 arithmetic against Python integers -----------------------------

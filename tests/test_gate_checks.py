@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from stablehlo_conform.harness.records.result import Result
 from stablehlo_conform.harness.suite.cases import Options, run_file
 
 from kernel_util import ty
@@ -57,7 +58,7 @@ OPS = ["expect_eq_const", "expect_almost_eq_const", "expect_eq", "expect_almost_
        "custom_call expect_almost_eq"]
 
 
-def _record(tmp_path, text: str) -> dict:
+def _record(tmp_path, text: str) -> Result:
     p = tmp_path / "check.mlir"
     p.write_text(text)
     (rec,) = [ev[1] for ev in run_file(str(p), Options()) if ev[0] == "result"]
@@ -70,14 +71,14 @@ def _record(tmp_path, text: str) -> dict:
 def test_wrong_value_fails_with_both_values(tmp_path, op, el, shape):
     a, b, shown_a, shown_b = VALUES[el]
     rec = _record(tmp_path, _program(op, ty(shape, el), a, b))
-    assert rec["status"] == "fail", rec["message"]
+    assert rec.status == "fail", rec.message
     first = "[" + ", ".join("0" for _ in shape) + "]"
     n = 1
     for d in shape:
         n *= d
     assert f"{n}/{n} elements differ; first at index {first}: actual {shown_a}, expected {shown_b}" \
-        in rec["message"], rec["message"]
-    assert f"{op.split()[-1]}" in rec["message"]
+        in rec.message, rec.message
+    assert f"{op.split()[-1]}" in rec.message
 
 
 @pytest.mark.parametrize("el", ["f32", "bf16", "complex<f64>", "i1", "i4"])
@@ -85,11 +86,11 @@ def test_equal_values_pass(tmp_path, el):
     a = VALUES[el][0]
     for op in OPS:
         rec = _record(tmp_path, _program(op, ty((), el), a, a))
-        assert rec["status"] == "pass", (op, rec["message"])
+        assert rec.status == "pass", (op, rec.message)
 
 
 def test_check_eq_returns_false_on_rank0(tmp_path):
     """``check.eq`` hands back its verdict as a tensor<i1> and records the failure."""
     rec = _record(tmp_path, _program("custom_call eq", "tensor<f32>", "1.0", "2.0"))
-    assert rec["status"] == "fail"
-    assert "actual 1.0, expected 2.0" in rec["message"]
+    assert rec.status == "fail"
+    assert "actual 1.0, expected 2.0" in rec.message

@@ -94,12 +94,12 @@ def test_a_comparison_that_did_not_run_on_a_backend_is_never_a_pass(tmp_path):
     (tmp_path / "ok.mlir").write_text(PASSING)
     opts = Options(compare=("numpy", "no-such-backend"))
     (rec,) = [ev[1] for ev in run_file(str(tmp_path / "ok.mlir"), opts) if ev[0] == "result"]
-    assert rec["compare"]["numpy"] == "ok"
-    assert rec["status"] == "error", rec
-    assert rec["message"].startswith("not compared: no-such-backend: ")
+    assert rec.compare["numpy"] == "ok"
+    assert rec.status == "error", rec
+    assert rec.message.startswith("not compared: no-such-backend: ")
     (rec,) = [ev[1] for ev in run_file(str(tmp_path / "ok.mlir"), Options(compare=("numpy", "reference")))
               if ev[0] == "result"]
-    assert rec["status"] == "pass" and set(rec["compare"].values()) == {"ok"}
+    assert rec.status == "pass" and set(rec.compare.values()) == {"ok"}
 
 
 # --------------------------------------------------------------------------- #
@@ -360,14 +360,14 @@ def test_constants_of_every_element_type_meet_the_memory_budget(tmp_path, etype,
                  f"  %1 = stablehlo.slice %0 [0:1] : (tensor<{n}x{etype}>) -> tensor<1x{etype}>\n"
                  f"  check.expect_eq_const %1, dense<[{literal}]> : tensor<1x{etype}>\n  func.return\n}}\n")
     (rec,) = [ev[1] for ev in run_file(str(p), Options(max_bytes=1024)) if ev[0] == "result"]
-    assert rec["status"] == "error" and f"constant of type tensor<{n}x{etype}> needs" in rec["message"], rec
-    assert "over the memory budget of 0.0 MiB" in rec["message"]
+    assert rec.status == "error" and f"constant of type tensor<{n}x{etype}> needs" in rec.message, rec
+    assert "over the memory budget of 0.0 MiB" in rec.message
     (rec,) = [ev[1] for ev in run_file(str(p), Options(max_bytes=2**20)) if ev[0] == "result"]
-    assert rec["status"] == "pass", rec
+    assert rec.status == "pass", rec
     splat = tmp_path / "splat.mlir"  # a splat is never materialised: within any budget
     splat.write_text(p.read_text().replace(f"dense<[{values}]>", f"dense<{literal}>"))
     (rec,) = [ev[1] for ev in run_file(str(splat), Options(max_bytes=1024)) if ev[0] == "result"]
-    assert rec["status"] == "pass", rec
+    assert rec.status == "pass", rec
 
 
 # --------------------------------------------------------------------------- #

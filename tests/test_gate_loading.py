@@ -13,13 +13,14 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.engine import MAX_DEPTH
+from stablehlo_conform.harness.records.result import Result
 from stablehlo_conform.harness.suite.cases import Options, run_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORM = [sys.executable, "-m", "stablehlo_conform.cli"]
 
 
-def records(path) -> list[dict]:
+def records(path) -> list[Result]:
     return [ev[1] for ev in run_file(str(path), Options()) if ev[0] == "result"]
 
 
@@ -87,7 +88,7 @@ def test_unterminated_check_statement_in_a_later_chunk_names_the_files_line(tmp_
                  "  %0 = stablehlo.constant dense<1> : tensor<i32>\n    check.expect_eq_const %0, dense<[1, 2\n"
                  "  func.return\n}\n")
     recs = records(p)
-    assert [(r["status"], r["message"]) for r in recs] == [
+    assert [(r.status, r.message) for r in recs] == [
         ("error", f"{p}:7:5: error: check.expect_eq_const: a bracket of this statement is never closed"),
         ("pass", ""),
     ]
@@ -98,9 +99,9 @@ def test_diagnostics_of_a_late_chunk_carry_the_files_line(tmp_path):
     chunks.append("func.func @bad() {\n  %1 = stablehlo.add %zz, %zz : tensor<i32>\n  func.return\n}\n")
     p = tmp_path / "many.mlir"
     p.write_text("// -----\n".join(chunks))
-    bad = [r for r in records(p) if r["status"] == "error"]
-    assert [r["id"] for r in bad] == [f"{p}::<chunk@{300 * 4 + 1}>"]
-    assert bad[0]["message"].startswith(f"{p}:{300 * 4 + 2}:22: error: use of undeclared SSA value"), bad[0]
+    bad = [r for r in records(p) if r.status == "error"]
+    assert [r.id for r in bad] == [f"{p}::<chunk@{300 * 4 + 1}>"]
+    assert bad[0].message.startswith(f"{p}:{300 * 4 + 2}:22: error: use of undeclared SSA value"), bad[0]
 
 
 # nesting and recursion -----------------------------------------------------------
@@ -125,7 +126,7 @@ def test_deep_but_allowed_nesting_runs(tmp_path):
     p = tmp_path / "nest.mlir"
     p.write_text(nested_ifs(frontend.MAX_NESTING // 2 - 5))
     (rec,) = records(p)
-    assert rec["status"] == "pass", rec["message"]
+    assert rec.status == "pass", rec.message
 
 
 @pytest.mark.parametrize("depth", [1000, 20_000])
@@ -165,7 +166,7 @@ def test_deep_call_chain_runs(tmp_path, n):
     p = tmp_path / "chain.mlir"
     p.write_text(call_chain(n))
     (rec,) = records(p)
-    assert rec["status"] == "pass", rec["message"]
+    assert rec.status == "pass", rec.message
 
 
 def recursive_sum(n: int) -> str:
@@ -199,8 +200,8 @@ def test_deep_recursion_through_if_runs(tmp_path, n):
     p = tmp_path / "sum.mlir"
     p.write_text(recursive_sum(n))
     (rec,) = records(p)
-    assert rec["status"] == "pass", rec["message"]
-    assert rec["checks"] == 1
+    assert rec.status == "pass", rec.message
+    assert rec.checks == 1
 
 
 def test_runaway_recursion_is_an_error_at_the_call(tmp_path):
@@ -217,8 +218,8 @@ func.func private @loop(%x: tensor<i32>) -> tensor<i32> {
 }
 """)
     (rec,) = records(p)
-    assert rec["status"] == "error"
-    assert rec["message"] == (f"{p}:8:8: error: func.call: more than {MAX_DEPTH} nested calls and regions "
+    assert rec.status == "error"
+    assert rec.message == (f"{p}:8:8: error: func.call: more than {MAX_DEPTH} nested calls and regions "
                               "(a runaway recursion?)")
 
 
@@ -227,9 +228,9 @@ def test_runaway_recursion_through_if_names_the_if(tmp_path):
     p = tmp_path / "up.mlir"
     p.write_text(recursive_sum(1).replace("stablehlo.subtract %k, %one", "stablehlo.add %k, %one"))
     (rec,) = records(p)
-    assert rec["status"] == "error"
-    assert f"more than {MAX_DEPTH} nested calls and regions" in rec["message"]
-    assert rec["message"].startswith((f"{p}:11:8: error: stablehlo.if:", f"{p}:15:10: error: func.call:"))
+    assert rec.status == "error"
+    assert f"more than {MAX_DEPTH} nested calls and regions" in rec.message
+    assert rec.message.startswith((f"{p}:11:8: error: stablehlo.if:", f"{p}:15:10: error: func.call:"))
 
 
 def nested_whiles(depth: int) -> str:

@@ -120,7 +120,7 @@ func.func @main() {{
 }}
 """)
     recs = [ev[1] for ev in run_file(str(p), Options(max_bytes=MiB)) if ev[0] == "result"]
-    assert [(r["status"], r["message"]) for r in recs] == [
+    assert [(r.status, r.message) for r in recs] == [
         ("error", f"{p}:2:8: error: stablehlo.constant: constant of type tensor<300000xf32> needs 1.1 MiB, "
                   "over the memory budget of 1.0 MiB"),
         ("error", f"{p}:8:3: error: check.expect_eq_const: constant of type tensor<300000xf32> needs 1.1 MiB, "
@@ -128,7 +128,7 @@ func.func @main() {{
     ]
     # without a budget, or under a larger one, the same file loads and runs
     recs = [ev[1] for ev in run_file(str(p), Options(max_bytes=2 * MiB)) if ev[0] == "result"]
-    assert [r["status"] for r in recs] == ["pass", "pass"]
+    assert [r.status for r in recs] == ["pass", "pass"]
 
 
 # decoding ------------------------------------------------------------------------

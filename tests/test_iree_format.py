@@ -17,6 +17,7 @@ import stablehlo_conform
 from stablehlo_conform import iree_format
 from stablehlo_conform import types as T
 from stablehlo_conform.harness.programs import iree_run
+from stablehlo_conform.harness.records.result import Result
 from stablehlo_conform.harness.suite.cases import Options, run_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,8 +26,8 @@ DATA = ROOT / "tests" / "data" / "iree_format"
 CONFORM = [sys.executable, "-m", "stablehlo_conform.cli"]
 
 
-def _records(path: Path) -> dict[str, dict]:
-    return {r["function"] or r["id"]: r for kind, r in run_file(str(path), Options()) if kind == "result"}
+def _records(path: Path) -> dict[str, Result]:
+    return {r.function or r.id: r for kind, r in run_file(str(path), Options()) if kind == "result"}
 
 
 def _conform(*args: str) -> subprocess.CompletedProcess:
@@ -91,24 +92,24 @@ def test_tensor_programs_run_on_xla(tmp_path):
 def test_failing_iree_checks_fail_with_both_values():
     recs = _records(DATA / "failing.mlir")
     for name, shown in FAILING.items():
-        assert recs[name]["status"] == "fail", (name, recs[name])
-        assert shown in recs[name]["message"], (name, recs[name]["message"])
-        assert "(IREE" in recs[name]["message"]
-    assert "failing.mlir:6:3" in recs["eq_const_fails"]["message"]  # the check's own line
+        assert recs[name].status == "fail", (name, recs[name])
+        assert shown in recs[name].message, (name, recs[name].message)
+        assert "(IREE" in recs[name].message
+    assert "failing.mlir:6:3" in recs["eq_const_fails"].message  # the check's own line
 
 
 def test_every_function_named_when_one_does_not_parse():
     recs = _records(DATA / "failing.mlir")
     assert len(recs) == 13
-    assert recs["does_not_parse"]["status"] == "error"
-    assert "failing.mlir:76:8" in recs["does_not_parse"]["message"]
-    assert recs["does_not_parse"]["id"].endswith("failing.mlir::does_not_parse")
+    assert recs["does_not_parse"].status == "error"
+    assert "failing.mlir:76:8" in recs["does_not_parse"].message
+    assert recs["does_not_parse"].id.endswith("failing.mlir::does_not_parse")
     bad = recs["unknown_dialect"]
-    assert bad["status"] == "unsupported"
-    assert bad["message"].splitlines()[0] == "unsupported dialect ops: annot.hint, mydialect.frob"
+    assert bad.status == "unsupported"
+    assert bad.message.splitlines()[0] == "unsupported dialect ops: annot.hint, mydialect.frob"
 
 
-def _run_semantics(tmp_path: Path, checks: str, ty: str = "tensor<2xf32>") -> dict[str, dict]:
+def _run_semantics(tmp_path: Path, checks: str, ty: str = "tensor<2xf32>") -> dict[str, Result]:
     body = "\n".join(
         f"func.func @{name}() {{\n  %a = stablehlo.constant dense<{a}> : {ty}\n"
         f"  %e = stablehlo.constant dense<{e}> : {ty}\n  {op}\n  return\n}}"
@@ -134,7 +135,7 @@ def test_iree_semantics_differ_from_stablehlo_where_they_should(tmp_path):
         ("iree_payload", "[0x7FC00001, 1.0]", "[0x7FC00000, 1.0]", f"check.expect_eq(%a, %e) : {t}"),
         ("iree_payload_almost", "[0x7FC00001, 1.0]", "[0x7FC00000, 1.0]", f"check.expect_almost_eq(%a, %e) : {t}"),
     ])
-    status = {k: v["status"] for k, v in recs.items()}
+    status = {k: v.status for k, v in recs.items()}
     assert status == {"iree_sign": "pass", "shlo_sign": "fail", "iree_rtol": "pass", "shlo_abs": "fail",
                       "iree_zero": "fail", "shlo_zero": "pass", "iree_payload": "fail",
                       "iree_payload_almost": "pass"}
@@ -174,15 +175,15 @@ def test_checks_of_every_chunk_are_matched(tmp_path):
     p = tmp_path / "wrong.mlir"
     p.write_text(src.replace("[9 16]", "[9 17]"))
     (rec,) = _records(p).values()
-    assert rec["status"] == "fail" and rec["function"] == "roots"
-    assert "[9 17]' not found in output; output from line 4:\nEXEC @reshaped" in rec["message"]
-    assert "2x2xf32=[1 4][9 16]" in rec["message"]
+    assert rec.status == "fail" and rec.function == "roots"
+    assert "[9 17]' not found in output; output from line 4:\nEXEC @reshaped" in rec.message
+    assert "2x2xf32=[1 4][9 16]" in rec.message
 
 
 def test_failing_run_program_shows_output():
     (rec,) = _records(DATA / "run_fails.mlir").values()
-    assert rec["status"] == "fail"
-    assert "CHECK: '3xi32=2 4 7' not found" in rec["message"] and "3xi32=2 4 6" in rec["message"]
+    assert rec.status == "fail"
+    assert "CHECK: '3xi32=2 4 7' not found" in rec.message and "3xi32=2 4 6" in rec.message
 
 
 @pytest.mark.parametrize("spec,ty,expected", [
@@ -345,8 +346,8 @@ def test_npy_input_and_separate_flag_values(tmp_path):
         "  return %a, %m : tensor<1x2xf32>, tensor<i32>\n}\n"
         "// CHECK: 1x2xf32=[1 2]\n// CHECK: i32=9\n")
     (rec,) = _records(tmp_path / "p.mlir").values()
-    assert rec["status"] == "pass", rec["message"]
-    assert rec["checks"] == 2
+    assert rec.status == "pass", rec.message
+    assert rec.checks == 2
 
 
 # --------------------------------------------------------------------------- #
@@ -392,11 +393,11 @@ def test_constants_whose_statement_spans_lines(tmp_path):
     p = tmp_path / "spanning.mlir"
     p.write_text(SPANNING)
     recs = _records(p)
-    assert recs["dynamic_next_line"]["status"] == "pass", recs["dynamic_next_line"]
-    assert recs["unfoldable_over_lines"]["status"] == "pass", recs["unfoldable_over_lines"]
+    assert recs["dynamic_next_line"].status == "pass", recs["dynamic_next_line"]
+    assert recs["unfoldable_over_lines"].status == "pass", recs["unfoldable_over_lines"]
     bad = recs["wrong_after_spanning_constant"]
-    assert bad["status"] == "fail" and "actual 3.0, expected 5.0" in bad["message"]
-    assert "spanning.mlir:26:3" in bad["message"]  # the check's own line, after a two-line constant
+    assert bad.status == "fail" and "actual 3.0, expected 5.0" in bad.message
+    assert "spanning.mlir:26:3" in bad.message  # the check's own line, after a two-line constant
 
 
 OLDER_SPELLINGS = """func.func @positional_tolerance() {
@@ -444,11 +445,11 @@ def test_older_spellings_of_tolerance_and_attributes(tmp_path):
     p = tmp_path / "older.mlir"
     p.write_text(OLDER_SPELLINGS)
     recs = _records(p)
-    assert recs["positional_tolerance"]["status"] == "pass", recs["positional_tolerance"]
+    assert recs["positional_tolerance"].status == "pass", recs["positional_tolerance"]
     tight = recs["positional_tolerance_too_tight"]
-    assert tight["status"] == "fail" and "atol=0.0001" in tight["message"]
-    assert recs["dense_attributes"]["status"] == "pass", recs["dense_attributes"]
-    assert recs["dense_attributes"]["checks"] == 3
+    assert tight.status == "fail" and "atol=0.0001" in tight.message
+    assert recs["dense_attributes"].status == "pass", recs["dense_attributes"]
+    assert recs["dense_attributes"].checks == 3
 
 
 @pytest.mark.parametrize("line, expected", [
@@ -530,14 +531,14 @@ def test_implementation_defined_values_get_their_verdict(tmp_path):
     p.write_text(IMPL)
     recs = _records(p)
     normal = recs["normal_values"]
-    assert normal["status"] == "fail" and normal["verdict"]["verdict"] == "spec silent"
+    assert normal.status == "fail" and normal.verdict["verdict"] == "spec silent"
     assert "implementation-defined: the spec leaves rng results to the backend; shape, type and finiteness " \
-           "checked" in normal["message"]
-    assert normal["verdict"]["checks"][0]["accuracy"]["kind"] == "implementation-defined"
+           "checked" in normal.message
+    assert normal.verdict["checks"][0]["accuracy"]["kind"] == "implementation-defined"
     bits = recs["bits_of_another_backend"]  # an integer value computed from the bits
-    assert bits["status"] == "fail" and bits["verdict"]["verdict"] == "spec silent"
-    assert "determinism for the state checked" in bits["message"]
-    assert bits["verdict"]["checks"][0]["ops"] == ["stablehlo.rng_bit_generator"]
+    assert bits.status == "fail" and bits.verdict["verdict"] == "spec silent"
+    assert "determinism for the state checked" in bits.message
+    assert bits.verdict["checks"][0]["ops"] == ["stablehlo.rng_bit_generator"]
 
 
 BESIDE = """func.func @passing_rng_check_beside_a_failing_one() {
@@ -561,10 +562,10 @@ def test_only_failing_checks_of_rng_values_get_the_verdict(tmp_path):
     p = tmp_path / "beside.mlir"
     p.write_text(BESIDE)
     (rec,) = _records(p).values()
-    assert rec["status"] == "fail" and rec["checks"] == 3
-    assert rec["verdict"]["verdict"] != "spec silent" and "implementation-defined" not in rec["message"]
-    assert not any(c["accuracy"]["kind"] == "implementation-defined" for c in rec["verdict"]["checks"])
-    assert "actual 3, expected 4" in rec["message"]
+    assert rec.status == "fail" and rec.checks == 3
+    assert rec.verdict["verdict"] != "spec silent" and "implementation-defined" not in rec.message
+    assert not any(c["accuracy"]["kind"] == "implementation-defined" for c in rec.verdict["checks"])
+    assert "actual 3, expected 4" in rec.message
 
 
 def test_what_the_spec_fixes_of_rng_results():
@@ -618,12 +619,12 @@ def test_failed_assertion_and_dialects_outside_stablehlo(tmp_path):
     p.write_text(OUTSIDE)
     recs = _records(p)
     a = recs["asserts_false"]
-    assert a["status"] == "error"
-    assert a["message"].startswith("the program's assertion failed: stablehlo.custom_call @shape_assertion at ")
-    assert "outside.mlir:5:3 (1 of 2 predicate elements false): sizes differ" in a["message"]
+    assert a.status == "error"
+    assert a.message.startswith("the program's assertion failed: stablehlo.custom_call @shape_assertion at ")
+    assert "outside.mlir:5:3 (1 of 2 predicate elements false): sizes differ" in a.message
     g = recs["built_with_linalg"]
-    assert g["status"] == "unsupported"
-    assert g["message"].splitlines()[0] == ("unsupported dialect ops: linalg.generic, linalg.index, linalg.yield "
+    assert g.status == "unsupported"
+    assert g.message.splitlines()[0] == ("unsupported dialect ops: linalg.generic, linalg.index, linalg.yield "
                                            "(linalg is MLIR's structured-ops dialect, not StableHLO: no kernel "
                                            "evaluates it)")
 
@@ -661,9 +662,9 @@ def test_ml_program_globals(tmp_path):
     p = tmp_path / "globals.mlir"
     p.write_text(GLOBALS)
     recs = list(_records(p).values())
-    assert len(recs) == 2 and all(r["status"] == "pass" for r in recs), recs
+    assert len(recs) == 2 and all(r.status == "pass" for r in recs), recs
     p.write_text(GLOBALS.replace("BUMP: 2xi32=3 30", "BUMP: 2xi32=2 20"))
-    assert sorted(r["status"] for r in _records(p).values()) == ["fail", "pass"]
+    assert sorted(r.status for r in _records(p).values()) == ["fail", "pass"]
 
 
 def test_iree_e2e_script_tallies_a_folder(tmp_path):

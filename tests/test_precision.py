@@ -18,6 +18,7 @@ from stablehlo_conform import frontend, load
 from stablehlo_conform.harness import backends as B
 from stablehlo_conform.harness.judge import diff
 from stablehlo_conform.harness.programs import inputs
+from stablehlo_conform.harness.records.result import Result
 from stablehlo_conform.harness.suite.cases import Options, run_file
 from stablehlo_conform.harness.campaigns.probe_precision import probe
 from stablehlo_conform.oracle import classes as C
@@ -246,7 +247,7 @@ def dot_test(level: str) -> str:
 """
 
 
-def run_on(tmp_path, text: str, backend) -> dict:
+def run_on(tmp_path, text: str, backend) -> Result:
     p = tmp_path / "dot.mlir"
     p.write_text(text)
     B._cache[backend.name] = backend
@@ -260,12 +261,12 @@ def run_on(tmp_path, text: str, backend) -> dict:
 
 def test_run_judges_self_checking_tests_by_the_allowed_precision(tmp_path):
     rec = run_on(tmp_path, dot_test("DEFAULT"), Tf32Default())
-    assert rec["status"] == "pass", rec
-    assert "passed within the ops' accuracy classes" in rec["accuracy"]["note"]
+    assert rec.status == "pass", rec
+    assert "passed within the ops' accuracy classes" in rec.accuracy["note"]
     rec = run_on(tmp_path, dot_test("HIGHEST"), Tf32Always())
-    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "backend wrong"
-    assert "backend exceeds HIGHEST (f32)" in rec["verdict"]["summary"]
-    assert "(HIGHEST (f32), reference float64)" in rec["verdict"]["summary"]
+    assert rec.status == "fail" and rec.verdict["verdict"] == "backend wrong"
+    assert "backend exceeds HIGHEST (f32)" in rec.verdict["summary"]
+    assert "(HIGHEST (f32), reference float64)" in rec.verdict["summary"]
 
 
 # --------------------------------------------------------------------------- #

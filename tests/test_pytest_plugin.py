@@ -77,17 +77,17 @@ def _conform_ids(paths: list[str]) -> list[str]:
     """The test ids ``conform run`` reports for ``paths`` (its own file
     walk; the test bodies are not run)."""
     from stablehlo_conform.harness.suite import cases
-    from stablehlo_conform.harness.records.result import base_record
+    from stablehlo_conform.harness.records.result import new_result
 
     def skip(mod, what, tid, opts):
-        return {**base_record(mod.source, tid, "", 0), "status": "pass"}
+        return new_result(mod.source, tid, "", 0, status="pass")
 
     ids = []
     saved = cases.run_test, cases.run_program
     cases.run_test = cases.run_program = skip
     try:
         for f in cases.discover(paths):
-            ids += [ev[1]["id"] for ev in cases.run_file(f, cases.Options()) if ev[0] == "result"]
+            ids += [ev[1].id for ev in cases.run_file(f, cases.Options()) if ev[0] == "result"]
     finally:
         cases.run_test, cases.run_program = saved
     return ids

@@ -214,7 +214,7 @@ def test_official_quantized_programs_pass():
     for path in _suite_files():
         for kind, rec in run_file(str(path), Options()):
             if kind == "result":
-                statuses[rec["id"]] = rec["status"] + ": " + (rec.get("message") or "")[:200]
+                statuses[rec.id] = f"{rec.status}: {rec.message[:200]}"
     bad = {k: v for k, v in statuses.items() if not v.startswith("pass")}
     assert len(statuses) >= 140
     assert not bad, bad
@@ -300,11 +300,11 @@ def test_checked_quantized_programs(tmp_path):
     path = tmp_path / "quantized_checks.mlir"
     path.write_text(CHECKED_PROGRAMS)
     recs = [rec for kind, rec in run_file(str(path), Options()) if kind == "result"]
-    assert [r["function"] for r in recs] == [
+    assert [r.function for r in recs] == [
         "per_axis_add", "sort_by_dequantized_value", "is_finite_always_true",
         "transpose_moves_quantization_dimension", "quantized_constants_and_iota", "check_op_properties"]
-    assert all(r["status"] == "pass" and r["checks"] >= 1 for r in recs), recs
-    assert [r["checks"] for r in recs] == [1, 1, 1, 1, 3, 1]
+    assert all(r.status == "pass" and r.checks >= 1 for r in recs), recs
+    assert [r.checks for r in recs] == [1, 1, 1, 1, 3, 1]
 
 
 # --------------------------------------------------------------------------- #

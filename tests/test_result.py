@@ -141,9 +141,12 @@ def test_a_backend_returning_the_old_partial_record_still_runs(tmp_path, monkeyp
     monkeypatch.setattr(cases, "get_backend", lambda name: _OldPlugin())
     monkeypatch.setattr(cases, "needs_oracle", lambda m: False)
     monkeypatch.setattr(cases, "judge_record", lambda *a: None)
-    rec = cases.run_test(mod, func, "t.mlir::t", cases.Options(backend="old"))
+    res = cases.run_test(mod, func, "t.mlir::t", cases.Options(backend="old"))
+    assert isinstance(res, Result)
+    assert (res.status, res.message, res.checks, res.output) == (Status.FAIL, "t.mlir:4: 2 != 3", 1, "hi\n")
+    assert (res.family, res.ops, res.dtypes) == ("stablehlo.add", ("stablehlo.add",), ("f32",))
+    rec = res.to_json()
     assert list(rec) == BASE + ["backend", "output"]
-    assert (rec["status"], rec["message"], rec["checks"], rec["output"]) == ("fail", "t.mlir:4: 2 != 3", 1, "hi\n")
     assert (rec["family"], rec["ops"], rec["dtypes"]) == ("stablehlo.add", ["stablehlo.add"], ["f32"])
 
 
@@ -152,6 +155,8 @@ def test_the_numpy_backend_gives_an_outcome_the_run_turns_into_a_record(tmp_path
     (func,) = mod.tests()
     outcome = cases.get_backend("numpy").run_test(mod, func, cases.Options())
     assert outcome == Outcome(Status.PASS, checks=1, message="")
-    rec = cases.run_test(mod, func, "t.mlir::t", cases.Options())
+    res = cases.run_test(mod, func, "t.mlir::t", cases.Options())
+    assert isinstance(res, Result) and res.status is Status.PASS and res.checks == 1
+    rec = res.to_json()
     assert list(rec) == BASE + ["backend"] and rec["status"] == "pass" and rec["checks"] == 1
-    assert Result.from_json(rec).to_json() == rec
+    assert Result.from_json(rec) == res and Result.from_json(rec).to_json() == rec

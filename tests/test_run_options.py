@@ -105,12 +105,12 @@ def test_the_profile_decides_the_verdict_and_the_options_stay_as_given(tmp_path,
 
     strict = Options(backend="recording")
     (rec,) = [ev[1] for ev in run_file(str(prog), strict) if ev[0] == "result"]
-    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "golden wrong", rec
+    assert rec.status == "fail" and rec.verdict["verdict"] == "golden wrong", rec
 
     loose = Options(backend="recording", timeout=30.0, accuracy_profile=C.Profile.load(prof))
     before = copy.deepcopy(loose)
     (rec,) = [ev[1] for ev in run_file(str(prog), loose) if ev[0] == "result"]
-    assert rec["status"] == "pass", rec
+    assert rec.status == "pass", rec
     assert loose == before
     with pytest.raises(dataclasses.FrozenInstanceError):
         loose.timeout = 1.0  # type: ignore[misc]

@@ -15,7 +15,7 @@ from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
 from stablehlo_conform.harness.suite.cases import Options, judge, run_file
 from stablehlo_conform.kernels.registry import load_all
 from stablehlo_conform.oracle import classes as C
-from stablehlo_conform.harness.records.result import Outcome, new_result
+from stablehlo_conform.harness.records.result import Outcome, Result, new_result
 from stablehlo_conform.program import walk_ops
 
 X = np.array([1.0, 2.5, 10.0], np.float32)
@@ -49,7 +49,7 @@ def exp_program(expected: np.ndarray, attr: str = "", max_ulp: int | None = None
 """
 
 
-def run_text(tmp_path, text: str, name: str = "t.mlir", **options) -> dict:
+def run_text(tmp_path, text: str, name: str = "t.mlir", **options) -> Result:
     p = tmp_path / name
     p.write_text(text)
     recs = [ev[1] for ev in run_file(str(p), Options(**options)) if ev[0] == "result"]
@@ -155,19 +155,19 @@ def test_result_accuracy_tolerance_decides(tmp_path, shift, status):
     expected = EXP.copy()
     expected[0] = up(EXP[0], shift)
     rec = run_text(tmp_path, exp_program(expected, TOL, max_ulp=10))
-    assert rec["status"] == status, rec
+    assert rec.status == status, rec
     if status == "fail":
-        assert "result_accuracy" in rec["message"]
-        assert rec["verdict"]["checks"][0]["elements"] == 1
+        assert "result_accuracy" in rec.message
+        assert rec.verdict["checks"][0]["elements"] == 1
 
 
 def test_result_accuracy_highest_asks_for_correct_rounding(tmp_path):
     highest = '{result_accuracy = #stablehlo.result_accuracy<mode = #stablehlo.result_accuracy_mode<HIGHEST>>}'
-    assert run_text(tmp_path, exp_program(EXP, highest), "a.mlir")["status"] == "pass"
+    assert run_text(tmp_path, exp_program(EXP, highest), "a.mlir").status == "pass"
     off = EXP.copy()
     off[2] = up(EXP[2], 1)
     rec = run_text(tmp_path, exp_program(off, highest, max_ulp=3), "b.mlir")
-    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "golden wrong"
+    assert rec.status == "fail" and rec.verdict["verdict"] == "golden wrong"
 
 
 # --------------------------------------------------------------------------- #
@@ -179,21 +179,21 @@ def test_planted_wrong_golden_is_golden_wrong(tmp_path):
     golden = EXP.copy()
     golden[2] = up(EXP[2], 7)
     rec = run_text(tmp_path, exp_program(golden))
-    assert rec["status"] == "fail"
-    v = rec["verdict"]
+    assert rec.status == "fail"
+    v = rec.verdict
     assert v["verdict"] == "golden wrong"
     (c,) = v["checks"]
     assert c["golden_ulp"] == 7 and c["backend_ulp"] == 0 and c["reference"] == "mpmath"
     assert c["examples"][0]["index"] == [2] and c["examples"][0]["exact"] == float(EXP[2])
-    assert "verdict: golden wrong" in rec["message"]
+    assert "verdict: golden wrong" in rec.message
 
 
 def test_golden_within_the_class_passes(tmp_path):
     golden = EXP.copy()
     golden[2] = up(EXP[2], 1)  # exp(10) = 22026.465: 1 ULP is 0.002, over the check's 1e-4
     rec = run_text(tmp_path, exp_program(golden))
-    assert rec["status"] == "pass" and "accuracy classes" in rec["accuracy"]["note"]
-    (c,) = rec["accuracy"]["checks"]
+    assert rec.status == "pass" and "accuracy classes" in rec.accuracy["note"]
+    (c,) = rec.accuracy["checks"]
     assert c["golden_ulp"] == 1 and c["backend_ulp"] == 0 and c["verdict"] == "both within bounds"
 
 
@@ -247,25 +247,25 @@ def dot_program(golden: float, precision: str = "HIGHEST") -> str:
 
 def test_dot_general_bound_grows_with_the_operands(tmp_path):
     # exact value 1; sum |a_i b_i| = 2e8 + 1, gamma_3 = 1.8e-7: bound 35.8 (+1 ULP of the result)
-    assert run_text(tmp_path, dot_program(31.0), "near.mlir")["status"] == "pass"
+    assert run_text(tmp_path, dot_program(31.0), "near.mlir").status == "pass"
     rec = run_text(tmp_path, dot_program(100.0), "far.mlir")
-    assert rec["status"] == "fail"
-    c = rec["verdict"]["checks"][0]
-    assert rec["verdict"]["verdict"] == "golden wrong" and c["accuracy"] == {
+    assert rec.status == "fail"
+    c = rec.verdict["checks"][0]
+    assert rec.verdict["verdict"] == "golden wrong" and c["accuracy"] == {
         "kind": "accumulate", "source": "default", "k": 3, "reduction": "sum", "precision": "HIGHEST",
         "allowed": ["f32"], "input_error": 0.0, "bound": "HIGHEST (f32)"}
     assert c["reference"] == "float64" and c["examples"][0]["exact"] == 1.0
-    assert "(HIGHEST (f32), reference float64)" in rec["verdict"]["summary"]
+    assert "(HIGHEST (f32), reference float64)" in rec.verdict["summary"]
 
 
 def test_dot_general_bound_at_default_admits_bf16_operands(tmp_path):
     # DEFAULT (no profile) allows bf16 operands: input error (1 + 2^-7)^2 - 1 = 0.01568603515625 per
     # product, bound (0.01568603515625 + gamma_3) * (2e8 + 1) = 3137243 (+1 ULP of the result); the check
     # compares two values each of which may be off by it: 6274486 apart at most
-    assert run_text(tmp_path, dot_program(6.2e6, "DEFAULT"), "near.mlir")["status"] == "pass"
+    assert run_text(tmp_path, dot_program(6.2e6, "DEFAULT"), "near.mlir").status == "pass"
     rec = run_text(tmp_path, dot_program(6.3e6, "DEFAULT"), "far.mlir")
-    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "golden wrong"
-    assert rec["verdict"]["checks"][0]["accuracy"]["bound"] == "DEFAULT precision (bf16)"
+    assert rec.status == "fail" and rec.verdict["verdict"] == "golden wrong"
+    assert rec.verdict["checks"][0]["accuracy"]["bound"] == "DEFAULT precision (bf16)"
 
 
 def test_integer_failure_blames_the_golden(tmp_path):
@@ -277,13 +277,13 @@ def test_integer_failure_blames_the_golden(tmp_path):
 }
 """
     rec = run_text(tmp_path, text)
-    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "golden wrong"
-    assert rec["verdict"]["checks"][0]["reference"] == "exact"
+    assert rec.status == "fail" and rec.verdict["verdict"] == "golden wrong"
+    assert rec.verdict["checks"][0]["reference"] == "exact"
 
 
 def test_rng_is_spec_silent(tmp_path):
     rec = run_text(tmp_path, RNG)
-    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "spec silent"
+    assert rec.status == "fail" and rec.verdict["verdict"] == "spec silent"
 
 
 def test_profile_option_of_conform_run(tmp_path):
@@ -433,7 +433,7 @@ def test_verdict_in_junit_and_html(tmp_path):
     golden = EXP.copy()
     golden[2] = up(EXP[2], 7)
     rec = run_text(tmp_path, exp_program(golden))
-    doc = {"backend": "numpy", "results": [rec]}
+    doc = {"backend": "numpy", "results": [rec.to_json()]}
     tc = junit_tree([doc]).getroot().find(".//testcase")
     assert "verdict: golden wrong" in tc.find("failure").text
     assert "verdict: golden wrong" in render_html([doc])
@@ -477,7 +477,7 @@ def test_a_failure_that_is_no_value_check_says_so(tmp_path):
   func.return
 }
 """)
-    assert rec["status"] == "fail" and rec["verdict"]["verdict"] == "no reference"
+    assert rec.status == "fail" and rec.verdict["verdict"] == "no reference"
 
 
 def test_profile_from_a_measured_accuracy_table(tmp_path):

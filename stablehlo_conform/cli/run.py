@@ -30,7 +30,7 @@ from ..harness.records.guard import (
     interruptible,
     write_atomic,
 )
-from ..harness.records.result import STATUSES, Status, describe_failure
+from ..harness.records.result import STATUSES, Result, Status, describe_failure
 from ..harness.records.shard import ShardError, in_shard, parse_shard, shard_info, universe_hash
 from ..harness.records.stream import StreamError, check_resumable, end_record, header_record, read_stream, repair
 from ..harness.records.triage import triage, triage_json, triage_lines
@@ -49,8 +49,8 @@ class _Progress:
         self.files_done = 0
         self.last = 0.0
 
-    def update(self, rec: dict) -> None:
-        self.counts[rec["status"]] += 1
+    def update(self, rec: Result) -> None:
+        self.counts[rec.status.value] += 1
         if self.enabled and time.monotonic() - self.last > 0.2:
             self.last = time.monotonic()
             parts = " ".join(f"{s}={self.counts[s]}" for s in STATUSES if self.counts[s])
@@ -63,15 +63,15 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _print_result_line(rec: dict) -> None:
-    if rec["status"] == "pass":
+def _print_result_line(rec: Result) -> None:
+    if rec.passed:
         return
     f = describe_failure(rec)
     msg = f.message
     if f.backend.startswith("pjrt:"):  # the plugin's name, not its library path
         msg = shorten_names(msg, [f.backend])
-    if rec.get("file"):  # a file name in a diagnostic must not start a line of its own
-        msg = msg.replace(rec["file"], printable(rec["file"]))
+    if rec.file:  # a file name in a diagnostic must not start a line of its own
+        msg = msg.replace(rec.file, printable(rec.file))
     first, *rest = msg.splitlines() or [""]
     click.echo(f"{f.status.upper():<11} {printable(f.id)}: {printable(first)}")
     for line in rest[:6]:
@@ -194,7 +194,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
                 "accuracy_profile": str(Path(accuracy_profile).resolve()) if accuracy_profile else None}
     settings["shard"] = _shard_info(shard, files, settings)
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
-    selected: list[dict] = []
+    selected: list[Result] = []
     done: set[str] = set()
     has_header = False
     if resume and os.path.exists(jsonl_path):
@@ -206,7 +206,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         for rec in old.records:
             if rec["id"] not in done:
                 done.add(rec["id"])
-                selected.append(rec)
+                selected.append(Result.from_json(rec))
         repair(jsonl_path, old)  # a line cut by a killed run goes; the kept lines stay whole
         has_header = old.header is not None
         if selected:
@@ -216,22 +216,22 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     if stream and not has_header:
         stream.write(header_record(settings))
 
-    def on_result(rec: dict) -> None:
-        if not in_shard(rec["id"], shard):
+    def on_result(rec: Result) -> None:
+        if not in_shard(rec.id, shard):
             return
-        if not matches(rec["id"], pattern) and not rec["id"].endswith(">"):
+        if not matches(rec.id, pattern) and not rec.id.endswith(">"):
             return
-        if pattern and rec["id"].endswith(">") and rec["status"] == "pass":
+        if pattern and rec.id.endswith(">") and rec.passed:
             return
         selected.append(rec)
         progress.update(rec)
         if stream:
-            stream.write(rec)
+            stream.write(rec.to_json())
         if not quiet:
             progress.close() if progress.enabled else None
-            known = baseline.match(rec) if baseline is not None and rec["status"] != "pass" else None
+            known = baseline.match(rec.to_json()) if baseline is not None and not rec.passed else None
             if known is not None:
-                click.echo(f"{'KNOWN':<11} {printable(rec['id'])}: {rec['status']} "
+                click.echo(f"{'KNOWN':<11} {printable(rec.id)}: {rec.status} "
                            f"(baseline: {printable(known.reason or 'listed')})")
             else:
                 _print_result_line(rec)
@@ -248,7 +248,8 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             runner.run(files, skip=done)
             wall = time.monotonic() - t0
             progress.close()
-            bundles.write(selected, opts)  # after the tests; an interrupt ends this phase too
+            # after the tests; an interrupt ends this phase too
+            bundles.write([r.to_json() for r in selected], opts)
     except Interrupted as e:
         interrupted = e.signum
     finally:
@@ -263,13 +264,14 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     if pattern and not selected and interrupted is None and not shard:  # a -k that names nothing: a typo
         raise click.UsageError(f"-k {pattern!r}: no test in {', '.join(paths)} has an id that contains it "
                                "or matches it as a glob")
-    summary = summarize(selected)
+    records = [r.to_json() for r in selected]  # the results as the reports read them
+    summary = summarize(records)
     if by_op:
         click.echo(f"\n{'op family':<40} {'pass':>6} {'fail':>6} {'other':>6}")
-        for fam, c in by_op_table(selected):
+        for fam, c in by_op_table(records):
             other = sum(c.values()) - c["pass"] - c["fail"]
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
-    groups = triage(selected)
+    groups = triage(records)
     if groups and not quiet:  # before the summary, which stays the last line
         click.echo("")
         for line in triage_lines(groups, limit=10):
@@ -278,7 +280,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
-           "triage": triage_json(groups), "shard": settings["shard"], "results": selected}
+           "triage": triage_json(groups), "shard": settings["shard"], "results": records}
     bundles.report()
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
     sys.exit(128 + interrupted if interrupted else code)

@@ -29,6 +29,8 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator
 
+from ..records.result import Result, Status, replace
+
 SLACK = 64 << 20  # the process's own growth during a test: thread stacks, Python objects, caches
 PRELOAD_BELOW = 1 << 30  # under this budget the libraries tests load on first use are loaded before it
 BOUND_ENV = "CONFORM_MEMORY_BOUND"
@@ -140,12 +142,12 @@ def budget_text(budget: int) -> str:
     return f"over the memory budget of {budget / 2**20:.1f} MiB"
 
 
-def over_budget(rec: dict, budget: int) -> dict:
-    """``rec`` of a test that ran under the bound: one that ran out of memory
-    says so, naming the budget (``error``, as for a declared tensor over it)."""
-    msg = str(rec.get("message") or "")
-    if rec.get("status") not in ("error", "crash") or not any(s in msg.lower() for s in OUT_OF_MEMORY):
+def over_budget(rec: Result, budget: int) -> Result:
+    """``rec`` of a test that ran under the bound: one that ran out of memory (an error or
+    a crash saying so) says so, naming the budget (``error``, as for a declared tensor over it)."""
+    msg = rec.message
+    if rec.status not in (Status.ERROR, Status.CRASH) or not any(s in msg.lower() for s in OUT_OF_MEMORY):
         return rec
     why = (f"{msg.rstrip(': .')}: the test went {budget_text(budget)} "
            "(--max-memory bounds what a test allocates, temporaries included)")
-    return dict(rec, status="error", message=why)
+    return replace(rec, status=Status.ERROR, message=why)

@@ -21,7 +21,7 @@ from ... import frontend
 from ..backends import display_name, get_backend, shorten_names
 from ..backends.pjrt import PjrtSpec, parse_name, reusable_name
 from ..records import jsonout
-from ..records.result import STATUSES
+from ..records.result import STATUSES, Result
 from ..records.triage import kind, triage
 from ..reports.junit import write_junit
 from ..reports.plugin_html import _without_location, page_summary, reason, render_plugin_page, summary_line
@@ -64,7 +64,7 @@ def window_versions(low: str, high: str, count: int) -> list[str]:
 
 
 def _run(paths: Sequence[Path], backend: str, jobs: int, timeout: float | None,
-         on_result: Callable[[dict], None] | None = None,
+         on_result: Callable[[Result], None] | None = None,
          stop: tuple[type[BaseException], ...] = (), files: list[str] | None = None) -> dict[str, Any]:
     """One run of ``paths`` (``files``: their files, when already found); an
     exception of a type in ``stop`` (an interrupt, with its ``signum``) ends
@@ -79,9 +79,10 @@ def _run(paths: Sequence[Path], backend: str, jobs: int, timeout: float | None,
     runner = Runner(Options(backend=backend, timeout=timeout, load_timeout=timeout), jobs=jobs, on_result=on_result)
     stopped = None
     try:
-        results = runner.run(files)
+        done = runner.run(files)
     except stop as e:
-        stopped, results = e, list(runner.results)
+        stopped, done = e, list(runner.results)
+    results = [r.to_json() for r in done]  # the records the page and the JSON hold
     counts = Counter(r["status"] for r in results)
     out = {"backend": backend, "paths": [str(p) for p in paths], "wall_time": round(time.monotonic() - t0, 3),
            "summary": {"total": len(results), **{s: counts.get(s, 0) for s in STATUSES}}, "results": results}

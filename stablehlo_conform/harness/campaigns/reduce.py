@@ -120,24 +120,10 @@ def run_outcomes(text: str, args: Sequence[np.ndarray], backends: Sequence[str],
 
 def compare_outcomes(outcomes: dict[str, dict], backends: Sequence[str]) -> list[dict[str, Any]]:
     """Every result of every backend that ran against the first backend's
-    (the one place that decides whether backends disagree): a list of
-    ``compare_values`` records with ``index``, ``backend`` and ``against``."""
-    from ..judge.diff import compare_values  # loads mpmath: kept here for start-up time
+    (:func:`~..judge.diff.against_first` over the outcomes' values)."""
+    from ..judge.diff import against_first  # loads mpmath: kept here for start-up time
 
-    base = backends[0]
-    ref = outcomes.get(base, {}).get("values")
-    out: list[dict[str, Any]] = []
-    if ref is None:
-        return out
-    for b in backends[1:]:
-        got = outcomes.get(b, {}).get("values")
-        if got is None:
-            continue
-        for i, (x, y) in enumerate(zip(got, ref)):
-            c = compare_values(x, y)
-            c.update(index=i, backend=b, against=base)
-            out.append(c)
-    return out
+    return against_first({b: outcomes.get(b, {}).get("values") for b in backends})
 
 
 # --------------------------------------------------------------------------- #

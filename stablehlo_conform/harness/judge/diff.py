@@ -22,7 +22,7 @@ makes the backends disagree, whatever the outputs show.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,8 +129,32 @@ def compare_values(a: Any, b: Any, ttype=None, accuracy=None, magnitude=None) ->
     return out
 
 
+def against_first(values: Mapping[str, Sequence | None], types: Sequence | None = None) -> list[dict[str, Any]]:
+    """The one comparison of backends (``conform diff``, ``run --compare``, fuzz, the reducer
+    and bundles): every value of every backend that ran (``values[label]`` not None) against
+    the first backend's value of the same index (:func:`compare_values`, with the value's
+    type where ``types`` gives one), backend by backend. Each record gets ``index`` (and
+    ``type`` with ``types``), ``backend`` and ``against``. Nothing when the first backend did
+    not run."""
+    labels = list(values)
+    if not labels or values[labels[0]] is None:
+        return []
+    base = labels[0]
+    out: list[dict[str, Any]] = []
+    for b in labels[1:]:
+        got = values[b]
+        if got is None:
+            continue
+        for i, (x, y) in enumerate(zip(got, values[base])):
+            ttype = types[i] if types is not None and i < len(types) else None
+            c = compare_values(x, y, ttype)
+            c.update(index=i, **({"type": str(ttype)} if types is not None else {}), backend=b, against=base)
+            out.append(c)
+    return out
+
+
 @dataclass
-class Runner:
+class Labelled:
     """A backend with a label (two backends may share a name)."""
 
     label: str
@@ -140,14 +164,14 @@ class Runner:
         return tuple(self.backend.run_function(module, entry, list(args), opts))
 
 
-def make_runners(backends: Sequence[Any]) -> list[Runner]:
-    out: list[Runner] = []
+def make_runners(backends: Sequence[Any]) -> list[Labelled]:
+    out: list[Labelled] = []
     seen: dict[str, int] = {}
     for b in backends:
         obj = get_backend(b) if isinstance(b, str) else b
         name = getattr(obj, "name", type(obj).__name__)
         seen[name] = seen.get(name, 0) + 1
-        out.append(Runner(name if seen[name] == 1 else f"{name}#{seen[name]}", obj))
+        out.append(Labelled(name if seen[name] == 1 else f"{name}#{seen[name]}", obj))
     return out
 
 
@@ -160,7 +184,7 @@ def DiffOptions(**changes: Any) -> RunOptions:
     return RunOptions(**{"timeout": DIFF_SECONDS, **changes})
 
 
-def _safe_run(r: Runner, module, entry, args, opts) -> tuple[str, Any]:
+def _safe_run(r: Labelled, module, entry, args, opts) -> tuple[str, Any]:
     try:
         return "ok", r.run(module, entry, args, opts)
     except ConformError as e:
@@ -191,17 +215,8 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
         status, value = _safe_run(r, module, entry, args, opts)
         report["runs"][r.label] = {"status": status, "message": "" if status == "ok" else value}
         results[r.label] = value if status == "ok" else None
-    base = runners[0].label
-    agree = all(results[r.label] is not None for r in runners)
-    if results[base] is not None:
-        for i, ttype in enumerate(func.result_types):
-            for r in runners[1:]:
-                if results[r.label] is None:
-                    continue
-                c = compare_values(results[r.label][i], results[base][i], ttype)
-                c.update(index=i, type=str(ttype), backend=r.label, against=base)
-                report["outputs"].append(c)
-                agree &= c["status"] == "ok"
+    report["outputs"] = against_first(results, func.result_types)
+    agree = all(v is not None for v in results.values()) and all(o["status"] == "ok" for o in report["outputs"])
     mismatch = any(o["status"] != "ok" for o in report["outputs"])
     failed = [label for label, run in report["runs"].items() if run["status"] != "ok"]
     report["status"] = "disagree" if mismatch else ("incomplete" if failed else "agree")
@@ -341,13 +356,13 @@ def _shapes_fit(op, op_args) -> bool:
     return True
 
 
-def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
+def localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Labelled],
              opts: RunOptions) -> list[dict[str, Any]]:
     """Run every traced op alone on every backend; one record per op run."""
     return _localise(module, entry, args, runners, opts)[0]
 
 
-def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Runner],
+def _localise(module: Module, entry: str, args: Sequence[np.ndarray], runners: list[Labelled],
               opts: RunOptions) -> tuple[list[dict[str, Any]], bool]:
     """:func:`localise`, and whether every traced op run was compared."""
     registry = None
@@ -595,15 +610,10 @@ def compare_test(module: Module, func: Func, names: Sequence[str], opts: RunOpti
             statuses[name] = f"error: {type(e).__name__}: {e}"[:200]
     ran = [n for n in names if n in values]
     checks = check_ops(func)
-    disagreements: list[str] = []
-    for other in ran[1:]:
-        base = ran[0]
-        for i, (a, b) in enumerate(zip(values[other], values[base])):
-            ttype = checks[i].operand_types[0] if i < len(checks) else None
-            c = compare_values(a, b, ttype)
-            if c["status"] != "ok":
-                loc = checks[i].loc if i < len(checks) else "?"
-                disagreements.append(f"{other} vs {base} at check #{i} ({loc}): {c['message']}")
+    disagreements = [f"{c['backend']} vs {c['against']} at check #{c['index']} "
+                     f"({checks[c['index']].loc if c['index'] < len(checks) else '?'}): {c['message']}"
+                     for c in against_first({n: values[n] for n in ran}, [op.operand_types[0] for op in checks])
+                     if c["status"] != "ok"]
     out: dict[str, Any] = {"compare": statuses, "disagreements": disagreements}
     if len(ran) > 1:
         # the accuracy classes decide: every backend within the class of the

@@ -45,7 +45,7 @@ from ..backends.numpy_backend import NumpyBackend
 from ..programs.recipe import Recipe, build_inputs, check_fits
 from ..programs.shadow import shadow_module, wide_value
 from ..records.options import RunOptions, run_options
-from .diff import DiffOptions, Runner, _localise, _safe_run, make_runners
+from .diff import DiffOptions, Labelled, _localise, _safe_run, make_runners
 
 FACTOR = 3.0
 METRIC = "rel-L2 to the float64 shadow"
@@ -209,11 +209,11 @@ def reference(module: Module, entry: str, args: Sequence[np.ndarray], opts: RunO
     return Reference(outs, shadow)
 
 
-def localise_model(module: Module, entry: str, args: Sequence[np.ndarray], runner: Runner, opts: RunOptions
+def localise_model(module: Module, entry: str, args: Sequence[np.ndarray], runner: Labelled, opts: RunOptions
                    ) -> tuple[str, dict | None, str]:
     """``(outcome, first op, note)`` for a backend outside the model's bound:
     every op run alone on the oracle and on ``runner`` (see the module's text)."""
-    runners = [Runner("oracle", NumpyBackend()), runner]
+    runners = [Labelled("oracle", NumpyBackend()), runner]
     ops, complete = _localise(module, entry, args, runners, opts)
     first = next((o for o in ops if o["status"] in ("mismatch", "crash", "timeout")), None)
     if first is not None:
@@ -230,7 +230,7 @@ def localise_model(module: Module, entry: str, args: Sequence[np.ndarray], runne
     return "accumulated", None, f"{differing} ops differ from the oracle, each within its bound ({len(ops)} op runs)"
 
 
-def judge_backend(module: Module, entry: str, args: Sequence[np.ndarray], runner: Runner, got: Sequence[Any],
+def judge_backend(module: Module, entry: str, args: Sequence[np.ndarray], runner: Labelled, got: Sequence[Any],
                   ref: Reference, opts: RunOptions, localise: bool = True) -> ModelVerdict:
     """The model rule for one backend's outputs ``got``, localised when outside the bound."""
     errors = tuple(output_errors(got, ref.outputs, ref.shadow, module.funcs[entry].result_types))
@@ -268,7 +268,7 @@ def run_model(module: Module, recipe: Recipe, backend: Any, opts: RunOptions | N
     entry = recipe.entry
     args = inputs_for(module, entry, recipe, seed)
     ref = reference(module, entry, args, opts)
-    runner = Runner(getattr(backend, "name", type(backend).__name__), backend)
+    runner = Labelled(getattr(backend, "name", type(backend).__name__), backend)
     got = ref.outputs if is_oracle(backend) else tuple(backend.run_function(module, entry, args, opts))
     return judge_backend(module, entry, args, runner, got, ref, localising_options(opts))
 

@@ -53,6 +53,7 @@ from ...engine import Engine, OpContext
 from ...errors import ConformError
 from ...kernels import iree_check
 from ...kernels import random as rng_kernels
+from ...kernels.check import DEFAULT_MAX_ULP, DEFAULT_TOLERANCE  # the check ops' own defaults
 from ...kernels.registry import load_all
 from ...oracle import classes as C
 from ...program import Block, Module, Op, Region, walk_ops
@@ -72,8 +73,6 @@ MAX_EXAMPLES = 3
 MPMATH_MAX_ELEMENTS = 20000  # larger element-wise results are judged in float64
 NEVER = np.iinfo(np.uint64).max
 UNWIDENABLE_OPS = frozenset({"stablehlo.bitcast_convert", "arith.bitcast", "stablehlo.rng_bit_generator"})
-DEFAULT_TOLERANCE = 1e-4  # check.expect_almost_eq's default
-DEFAULT_MAX_ULP = 3  # check.expect_close's default
 
 
 # --------------------------------------------------------------------------- #

@@ -235,10 +235,10 @@ def match_inputs(func: Func, given: Mapping[str, np.ndarray] | Sequence[np.ndarr
         arrays = list(given)
         if len(arrays) != n:
             raise InputError(f"@{func.name} takes {n} arguments, got {len(arrays)}")
-    return [check_input(i, a, t, func.name) for i, (a, t) in enumerate(zip(arrays, func.param_types))]
+    return [check_argument(i, a, t, func.name) for i, (a, t) in enumerate(zip(arrays, func.param_types))]
 
 
-def check_input(i: int, a: Any, ttype, fname: str = "main") -> np.ndarray:
+def check_argument(i: int, a: Any, ttype, fname: str = "main") -> np.ndarray:
     """``a`` as an array of ``ttype`` or an :class:`InputError` naming arg ``i``."""
     if not isinstance(ttype, T.TensorType):
         raise InputError(f"arg{i} of @{fname} has type {ttype}, which cannot be given as an array")

@@ -14,7 +14,7 @@ from ...errors import ConformError, ParseError
 from ...kernels.custom_call import TARGETS
 from ...kernels.registry import load_all
 from ...program import Func, Module, walk_ops
-from ..records.result import base_record
+from ..records.result import Result, new_result
 from .iree_run import find_cases
 
 _OP_AT_START = re.compile(r"^\s*(?:%[^=\"]*=\s*)?([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_.]*)")
@@ -106,19 +106,18 @@ def test_ids(path: str, modules: list[tuple[Module, Func]]) -> list[str]:
     return ids
 
 
-def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], list[dict]]:
+def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], list[Result]]:
     """A chunk that does not parse: each test function of it on its own
     (the others emptied), so those that parse run and every other one is a
     record named after its function. Returns the modules that loaded and
     the error records."""
     pieces = iree_format.function_pieces(chunk.text) if chunk.text else []
     if not pieces:
-        rec = base_record(path, f"{path}::<chunk@{chunk.line}>", "", chunk.line)
-        rec["status"], rec["message"] = describe_parse_error(error, chunk.text)
-        return [], [rec]
+        status, message = describe_parse_error(error, chunk.text)
+        return [], [new_result(path, f"{path}::<chunk@{chunk.line}>", "", chunk.line, status=status, message=message)]
     spans = {s.name: s for s in iree_format.function_spans(chunk.text)}
     mods: list[Module] = []
-    recs: list[dict] = []
+    recs: list[Result] = []
     for name, text in pieces:
         piece = frontend.Chunk(path, chunk.line, text=text)
         line = chunk.line + spans[name].first
@@ -129,9 +128,7 @@ def load_functions(path: str, chunk, error: ParseError) -> tuple[list[Module], l
             status, message = describe_parse_error(e, text)
         except Exception as e:  # bindings or lowering bug: report, go on
             status, message = "error", f"{path}:{line}: error: cannot load: {type(e).__name__}: {e}"
-        rec = base_record(path, f"{path}::{name}", name, line)
-        rec["status"], rec["message"] = status, message
-        recs.append(rec)
+        recs.append(new_result(path, f"{path}::{name}", name, line, status=status, message=message))
     return mods, recs
 
 
@@ -143,9 +140,7 @@ def iree_programs(path: str, source: str, loaded: list[Module], out) -> bool:
     try:
         cases = find_cases(path, source, loaded)
     except ConformError as e:
-        rec = base_record(path, f"{path}::<run>", "", 0)
-        rec["message"] = str(e)
-        out.errors.append(rec)
+        out.errors.append(new_result(path, f"{path}::<run>", "", 0, message=str(e)))
         return True
     if not cases or (out.tests and not any(c.checks for _m, c in cases)):
         return False

@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-__all__ = ["Status", "STATUSES", "NOT_RUN", "Result", "new_result", "base_record", "Outcome", "Failure",
+__all__ = ["Status", "STATUSES", "NOT_RUN", "Result", "new_result", "Outcome", "Failure",
            "describe_failure", "replace"]
 
 
@@ -169,11 +169,6 @@ class Result:
 def new_result(path: str, test_id: str, func: str, line: int, **fields: Any) -> Result:
     """A test's result before it runs: ``error`` with no message."""
     return Result(id=test_id, file=path, function=func, line=line, **fields)
-
-
-def base_record(path: str, test_id: str, func: str, line: int) -> dict[str, Any]:
-    """The JSON record of :func:`new_result`."""
-    return new_result(path, test_id, func, line).to_json()
 
 
 @dataclass(frozen=True)

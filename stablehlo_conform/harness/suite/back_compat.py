@@ -78,7 +78,7 @@ def cases() -> list[Case]:
 
 
 @dataclass
-class Outcome:
+class CaseOutcome:
     case: Case
     status: str  # pass | fail | error | unsupported
     compared: str  # "values" or "identity: ..."
@@ -110,7 +110,7 @@ def compare_values(got, expected) -> str | None:
     return None
 
 
-def run_case(case: Case, backend: str = "numpy") -> Outcome:
+def run_case(case: Case, backend: str = "numpy") -> CaseOutcome:
     d = case.data
     inputs = [np.asarray(x) for x in d.get("inputs", ())]
     expected = [np.asarray(x) for x in d.get("expected_outputs", ())]
@@ -120,16 +120,16 @@ def run_case(case: Case, backend: str = "numpy") -> Outcome:
         module = frontend.load(d["mlir_module_text"])[0]
         got = [np.asarray(x) for x in evaluate(module, *inputs, backend=backend)]
     except UnsupportedOp as e:
-        return Outcome(case, "unsupported", compared, str(e))
+        return CaseOutcome(case, "unsupported", compared, str(e))
     except ConformError as e:
-        return Outcome(case, "error", compared, str(e).splitlines()[0][:300])
+        return CaseOutcome(case, "error", compared, str(e).splitlines()[0][:300])
     except Exception as e:  # a kernel bug is reported, never raised
-        return Outcome(case, "error", compared, f"{type(e).__name__}: {e}"[:300])
+        return CaseOutcome(case, "error", compared, f"{type(e).__name__}: {e}"[:300])
     try:
         if kind is None:
             msg = compare_values(got, expected)
         else:
             msg = LI.compare(kind, got, expected) if len(got) == len(expected) else "result count differs"
     except Exception as e:  # e.g. a singular eigenvector matrix
-        return Outcome(case, "error", compared, f"comparison: {type(e).__name__}: {e}"[:300])
-    return Outcome(case, "fail" if msg else "pass", compared, msg or "")
+        return CaseOutcome(case, "error", compared, f"comparison: {type(e).__name__}: {e}"[:300])
+    return CaseOutcome(case, "fail" if msg else "pass", compared, msg or "")

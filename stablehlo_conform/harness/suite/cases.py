@@ -32,7 +32,7 @@ from ..programs.recipe import RecipeError, read_recipe, recipe_path
 from ..programs.support import iree_programs, load_functions, test_ids, unsupported_message, unsupported_ops
 from ..records.guard import file_kind
 from ..records.options import RunOptions
-from ..records.result import NOT_RUN, Outcome, Result, Status, base_record, new_result, replace
+from ..records.result import NOT_RUN, Outcome, Result, Status, new_result, replace
 from ..records.shard import in_shard
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
@@ -174,10 +174,10 @@ def _symbols(v: Any) -> Iterator[str]:
 @dataclass
 class FileCases:
     """What one file holds, as ``conform run`` and the pytest plugin see it:
-    load errors (as result records), self-checking tests, and programs with
+    load errors (as results), self-checking tests, and programs with
     arguments (only when the file has no self-checking test)."""
 
-    errors: list[dict] = field(default_factory=list)
+    errors: list[Result] = field(default_factory=list)
     tests: list[tuple[str, Module, Func]] = field(default_factory=list)
     programs: list[tuple[str, Module, Any]] = field(default_factory=list)
     modules: list[Module] = field(default_factory=list)  # every module that loaded
@@ -191,9 +191,7 @@ def enumerate_file(path: str) -> FileCases:
             raise OSError(f"not a regular file ({file_kind(mode, 'a special file')})")
         chunks = frontend.read_chunks(path)
     except OSError as e:
-        rec = base_record(path, f"{path}::<file>", "", 0)
-        rec["message"] = f"{path}: error: cannot read: {e}"
-        out.errors.append(rec)
+        out.errors.append(new_result(path, f"{path}::<file>", "", 0, message=f"{path}: error: cannot read: {e}"))
         return out
     found: list[tuple[Module, Func]] = []
     loaded: list[Module] = []
@@ -207,9 +205,8 @@ def enumerate_file(path: str) -> FileCases:
             out.errors.extend(recs)
             continue
         except Exception as e:  # bindings or lowering bug: report, go on
-            rec = base_record(path, f"{path}::<chunk@{c.line}>", "", c.line)
-            rec["message"] = f"{path}:{c.line}: error: cannot load: {type(e).__name__}: {e}"
-            out.errors.append(rec)
+            out.errors.append(new_result(path, f"{path}::<chunk@{c.line}>", "", c.line,
+                                         message=f"{path}:{c.line}: error: cannot load: {type(e).__name__}: {e}"))
             continue
         loaded.append(mod)
         found.extend((mod, f) for f in mod.tests())
@@ -228,11 +225,9 @@ def enumerate_file(path: str) -> FileCases:
         ids = test_ids(path, [(m, c.func) for m, c in cases])
         out.programs = [(tid, m, c) for tid, (m, c) in zip(ids, cases)]
     if not out.programs:  # an empty or truncated file must not pass unnoticed
-        rec = base_record(path, f"{path}::<file>", "", 0)
-        rec["message"] = (f"{path}: error: no test in file: " + (
+        out.errors.append(new_result(path, f"{path}::<file>", "", 0, message=f"{path}: error: no test in file: " + (
             "no test function (a public function without arguments that no other function calls) and no "
-            "program taking arguments" if loaded else "the file is empty or holds only comments"))
-        out.errors.append(rec)
+            "program taking arguments" if loaded else "the file is empty or holds only comments")))
     return out
 
 
@@ -245,9 +240,7 @@ def model_case(path: str, recipe: Path, loaded: list[Module], out: FileCases) ->
         if func is None:
             raise RecipeError(f"{recipe}: error: the program has no @{rec.entry} (functions: {', '.join(mod.funcs)})")
     except RecipeError as e:
-        r = base_record(path, f"{path}::<recipe>", "", 0)
-        r["message"] = str(e)
-        out.errors.append(r)
+        out.errors.append(new_result(path, f"{path}::<recipe>", "", 0, message=str(e)))
         return out
     out.programs = [(f"{path}::{func.name}", mod, ProgramCase(func, "model", recipe=rec))]
     return out
@@ -260,8 +253,8 @@ def file_report(path: str) -> list[tuple[str, str, str]]:
     cases = enumerate_file(path)
     rows = []
     for rec in cases.errors:
-        first = (rec["message"] or "").splitlines()[0] if rec["message"] else ""
-        rows.append((rec["id"], rec["status"], first))
+        first = rec.message.splitlines()[0] if rec.message else ""
+        rows.append((rec.id, rec.status.value, first))
     missing = unsupported_ops(cases.modules)
     n = len(cases.tests) + len(cases.programs)
     if missing:
@@ -307,19 +300,19 @@ def load_cases(path: str, max_bytes: int | None, keep: bool = False) -> FileCase
 
 
 def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset(), keep: bool = False) -> Iterator[tuple]:
-    """Yields ("loaded", ids) once the file is loaded (the ids of the records
-    to come), then ("start", id) and ("result", record) events. ``keep``: see
+    """Yields ("loaded", ids) once the file is loaded (the ids of the results
+    to come), then ("start", id) and ("result", :class:`Result`) events. ``keep``: see
     :func:`load_cases`."""
     cases = load_cases(path, opts.max_bytes, keep)
     if opts.pattern:
         skip = skip | {tid for tid, _m, _f in cases.tests + cases.programs if not matches(tid, opts.pattern)}
     if opts.shard:
-        skip = skip | {tid for tid in [r["id"] for r in cases.errors] + [c[0] for c in cases.tests + cases.programs]
+        skip = skip | {tid for tid in [r.id for r in cases.errors] + [c[0] for c in cases.tests + cases.programs]
                        if not in_shard(tid, opts.shard)}
-    yield ("loaded", tuple(tid for tid in [r["id"] for r in cases.errors]
+    yield ("loaded", tuple(tid for tid in [r.id for r in cases.errors]
                            + [c[0] for c in cases.tests + cases.programs] if tid not in skip))
     for rec in cases.errors:
-        if rec["id"] not in skip:
+        if rec.id not in skip:
             yield ("result", rec)
     for tid, mod, f in cases.tests:
         if tid not in skip:
@@ -334,7 +327,7 @@ def run_file(path: str, opts: Options, skip: frozenset[str] = frozenset(), keep:
 PROGRAM_SIZES = (4, 8, 5, 3)
 
 
-def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
+def run_program(mod: Module, case, tid: str, opts: Options) -> Result:
     """Run a program that takes arguments (see :mod:`..programs.arguments`)."""
     func = case.func
     family, ops, dtypes = family_of(mod, func)
@@ -377,7 +370,7 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> dict[str, Any]:
         r = replace(r, status=e.status, message=why)
     except Exception as e:
         r = replace(r, status=Status.ERROR, message=f"internal error: {type(e).__name__}: {e}")
-    return replace(r, duration=round(time.perf_counter() - t0, 6)).to_json()
+    return replace(r, duration=round(time.perf_counter() - t0, 6))
 
 
 def judge(mod: Module, func: Func, opts: RunOptions, r: Result, backend: Any = None) -> Result:
@@ -415,7 +408,7 @@ def with_comparison(r: Result, cmp: dict[str, Any]) -> Result:
     return r
 
 
-def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]:
+def run_test(mod: Module, func: Func, tid: str, opts: Options) -> Result:
     family, ops, dtypes = family_of(mod, func)
     r = new_result(mod.source, tid, func.name, func.loc.line, family=family, ops=ops, dtypes=dtypes,
                    backend=opts.backend)
@@ -435,4 +428,4 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> dict[str, Any]
         tb = traceback.extract_tb(e.__traceback__)
         where = f" ({tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
         r = replace(r, status=Status.ERROR, message=f"internal error: {type(e).__name__}: {e}{where}")
-    return replace(r, duration=round(time.perf_counter() - t0, 6)).to_json()
+    return replace(r, duration=round(time.perf_counter() - t0, 6))

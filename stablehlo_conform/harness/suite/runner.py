@@ -32,7 +32,7 @@ from ..backends.memory import bounded_events
 from ..backends.native import on_client_start
 from ..programs.recipe import recipe_path
 from ..records.guard import interrupts_held
-from ..records.result import base_record
+from ..records.result import Result, new_result
 from .cases import Options, run_file
 
 GRACE = 5.0  # seconds past the cooperative deadline before a worker is killed
@@ -40,6 +40,13 @@ STARTUP = 30.0  # seconds a fresh worker may take to start (imports) before its 
 MODEL_BUDGET = 5  # a model's test runs the program three times (backend, oracle, float64 shadow), and
 # localising a failure runs every op once on two engines: its budget is this many --timeout
 _INTERRUPTS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _serialised(ev: tuple) -> tuple:
+    """A worker's event as it crosses the pipe: a result as its JSON record
+    (:meth:`Result.to_json`), read back by the parent with :meth:`Result.from_json`,
+    so the two sides share the record format, not the class's pickled layout."""
+    return ("result", ev[1].to_json()) if ev[0] == "result" else ev
 
 
 def die_with_parent(parent_pid: int | None = None) -> None:
@@ -89,11 +96,10 @@ def _worker_main(conn, opts: Options, parent_pid: int | None = None, keep: bool 
             # keep: a file kept while unchanged (a pooled worker gets a file's tests one by one, see Runner's pool);
             # each test under --max-memory
             for ev in bounded_events(run_file(path, opts, frozenset(skip), keep=keep), opts.max_bytes):
-                conn.send(ev)
+                conn.send(_serialised(ev))
         except Exception as e:  # never leave the parent waiting
-            rec = base_record(path, f"{path}::<file>", "", 0)
-            rec["message"] = f"internal error: {type(e).__name__}: {e}"
-            conn.send(("result", rec))
+            rec = new_result(path, f"{path}::<file>", "", 0, message=f"internal error: {type(e).__name__}: {e}")
+            conn.send(_serialised(("result", rec)))
         conn.send(("done", path))
         sys.stdout.flush()
 
@@ -118,7 +124,7 @@ class Runner:
     After :meth:`run` returns or is interrupted, :meth:`not_run` tells what
     was selected but has no record."""
 
-    def __init__(self, opts: Options, jobs: int = 1, on_result: Callable[[dict], None] | None = None,
+    def __init__(self, opts: Options, jobs: int = 1, on_result: Callable[[Result], None] | None = None,
                  pool: list | None = None):
         self.opts = opts
         # idle workers kept from run to run, for runners of the same opts (the pytest plugin's: one item a run;
@@ -127,7 +133,7 @@ class Runner:
         self.jobs = max(1, jobs)
         self.on_result = on_result or (lambda r: None)
         self.ctx = mp.get_context("spawn")
-        self.results: list[dict] = []
+        self.results: list[Result] = []
         self.attempts: dict[str, int] = {}
         self.emitted: set[str] = set()
         self.planned: dict[str, tuple[str, ...]] = {}  # file -> ids it runs, once loaded
@@ -152,13 +158,13 @@ class Runner:
         child.close()
         return _Worker(p, parent)
 
-    def _emit(self, rec: dict) -> None:
-        if rec["id"] in self.emitted:
+    def _emit(self, rec: Result) -> None:
+        if rec.id in self.emitted:
             return  # one id, one record
         # a record is handed over whole: SIGINT/SIGTERM wait until it is written
         masked = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
         try:
-            self.emitted.add(rec["id"])
+            self.emitted.add(rec.id)
             self.results.append(rec)
             self.on_result(rec)
         finally:
@@ -171,7 +177,7 @@ class Runner:
         files = sum(1 for f in self.unfinished if f not in self.planned)
         return {"tests": tests, "files": files}
 
-    def run(self, files: list[str], skip: set[str] | None = None) -> list[dict]:
+    def run(self, files: list[str], skip: set[str] | None = None) -> list[Result]:
         skip = frozenset(skip or ())
         # a file whose loading already ended in a record is finished
         todo = [f for f in files if f"{f}::<file>" not in skip]
@@ -284,8 +290,8 @@ class Runner:
             elif kind == "client":
                 w.starting = not ev[2]
             elif kind == "result":
-                rec = ev[1]
-                w.done_ids.add(rec["id"])
+                rec = Result.from_json(ev[1])  # read back as it was sent (see _serialised)
+                w.done_ids.add(rec.id)
                 w.current = None
                 self._emit(rec)
             elif kind == "done":
@@ -325,11 +331,8 @@ class Runner:
         queue.appendleft((path, frozenset(w.done_ids)))
 
     def _record(self, path: str, tid: str, status: str, message: str) -> None:
-        rec = base_record(path, tid, tid.rsplit("::", 1)[-1], 0)
-        rec["status"] = status
-        rec["message"] = message
-        rec["backend"] = self.opts.backend
-        self._emit(rec)
+        self._emit(new_result(path, tid, tid.rsplit("::", 1)[-1], 0, status=status, message=message,
+                              backend=self.opts.backend))
 
 
 def close_pool(pool: list) -> None:
