@@ -5,6 +5,7 @@ the source (every import statement, at module top or inside a function)."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -270,3 +271,46 @@ def test_reading_and_rendering_results_loads_no_mlir_in_a_fresh_interpreter():
     loaded = [m for m in out if m.startswith(("jaxlib", "mlir"))
               or any(_covered(m.removeprefix("stablehlo_conform."), h) for h in HEAVY)]
     assert not loaded, loaded
+
+
+def test_every_command_is_found_in_the_module_the_table_names():
+    """The command line loads a command's module when the command is asked for
+    (cli.COMMAND_MODULES): the table names every command of every command module, no more."""
+    import importlib
+
+    from stablehlo_conform import cli
+
+    found = {}
+    for path in sorted(p for p in (PKG / "cli").glob("*.py") if p.stem != "__main__"):
+        mod = importlib.import_module(f"stablehlo_conform.cli.{path.stem}")
+        for cmd in getattr(mod, "COMMANDS", ()):
+            found[cmd.name] = path.stem
+    assert found == cli.COMMAND_MODULES
+
+
+def test_commands_that_read_results_load_no_mlir(tmp_path):
+    """`conform report` (HTML, JUnit, JSON), `conform triage` and `conform baseline` in a new
+    process read and write results without loading the frontend, the engine, the kernels or a
+    backend (nor jaxlib): the commands load their own module only."""
+    record = {"id": "a.mlir::t", "file": "a.mlir", "function": "t", "line": 1, "status": "fail",
+              "message": "a.mlir:3:5: check failed: got 1, expected 2", "family": "stablehlo.add",
+              "ops": ["stablehlo.add"], "dtypes": ["f32"], "duration": 0.1, "checks": 1, "backend": "numpy"}
+    results = tmp_path / "r.json"
+    results.write_text(json.dumps({"backend": "numpy", "results": [record]}))
+    runs = {
+        "report": ["report", str(results), "--html", str(tmp_path / "p.html"), "--junit-xml", str(tmp_path / "j.xml"),
+                   "--json", str(tmp_path / "m.json")],
+        "triage": ["triage", str(results)],
+        "baseline": ["baseline", "update", str(results), "-o", str(tmp_path / "b.json")],
+    }
+    for name, args in runs.items():
+        code = ("import sys\nfrom stablehlo_conform.cli import main\n"
+                f"try:\n    main({args!r})\nexcept SystemExit as e:\n    print('exit', e.code, file=sys.stderr)\n"
+                "print('\\n'.join(sorted(m for m in sys.modules if m.startswith(('stablehlo_conform', 'jaxlib')))))\n")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        out = proc.stdout.split()
+        assert f"stablehlo_conform.cli.{'report' if name == 'baseline' else name}" in out, proc.stderr
+        loaded = [m for m in out if m.startswith("jaxlib") or m.startswith("stablehlo_conform.cli.backend_option")
+                  or any(_covered(m.removeprefix("stablehlo_conform."), h) for h in HEAVY)]
+        assert not loaded, (name, loaded)
+    assert (tmp_path / "p.html").is_file() and (tmp_path / "j.xml").is_file() and (tmp_path / "b.json").is_file()

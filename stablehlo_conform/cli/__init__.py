@@ -15,10 +15,30 @@ import click
 from ..harness.records.guard import Interrupted
 
 
+# command -> the module of this package that holds it (in its COMMANDS); a command's module is
+# imported when the command is asked for, so reading results (report, baseline, triage) loads
+# no frontend, engine or backend
+COMMAND_MODULES = {
+    "run": "run", "eval": "eval", "diff": "eval", "reduce": "reduce", "fuzz": "fuzz", "report": "report",
+    "baseline": "report", "triage": "triage", "ops": "info", "backends": "info", "plugin-report": "plugin",
+    "accuracy": "accuracy", "probe-precision": "probe",
+}
+
+
 class _Group(click.Group):
     """The commands' group: SIGINT / SIGTERM that a command leaves to it
     (a plugin's load check before any work) end the command with 130 / 143
-    and one line, not click's "Aborted!" and 1 nor a traceback."""
+    and one line, not click's "Aborted!" and 1 nor a traceback. Commands are
+    loaded from their module on first use (:data:`COMMAND_MODULES`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(COMMAND_MODULES))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMAND_MODULES:
+            for cmd in importlib.import_module(f"{__name__}.{COMMAND_MODULES[name]}").COMMANDS:
+                self.add_command(cmd)
+        return self.commands.get(name)
 
     def invoke(self, ctx):
         try:
@@ -38,16 +58,3 @@ def main() -> None:
     backend that is not installed or does not load is one), 130 / 143
     interrupted by SIGINT / SIGTERM."""
 
-
-# Each module holds its commands in COMMANDS; the order is the help's order.
-_COMMAND_MODULES = ("run", "eval", "reduce", "fuzz", "report", "triage", "info", "plugin", "accuracy", "probe")
-
-
-def _register_commands() -> None:
-    for modname in _COMMAND_MODULES:
-        mod = importlib.import_module(f"{__name__}.{modname}")
-        for cmd in mod.COMMANDS:
-            main.add_command(cmd)
-
-
-_register_commands()

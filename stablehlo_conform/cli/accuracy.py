@@ -19,7 +19,8 @@ from ..harness.records import jsonout
 from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from ..harness.records.stream import StreamError, read_lines, repair
 from ..types import ElementType
-from .common import SEED, outputs_ready, usable_backend
+from .backend_option import usable_backend
+from .common import SEED, outputs_ready
 
 
 def _resolve_ops(names):

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from ..harness.backends import LOAD_SECONDS, BackendUnavailable, check_name, get_backend
 from ..harness.records.guard import GuardError, Interrupted, OutputPlan, check_input, prepare_outputs
 
 
@@ -99,20 +98,6 @@ def outputs_ready(outputs: Mapping[str, str | None], keep: str | None = None,
     if ctx is not None:
         ctx.call_on_close(plan.release)
     return plan
-
-
-def usable_backend(name: str, option: str = "--backend", load_timeout: float | None = LOAD_SECONDS) -> str:
-    """``name`` unless it names no backend or its backend cannot run here
-    (not installed, a plugin that does not load within ``load_timeout``
-    seconds): then a usage error."""
-    try:
-        check_name(name, load_timeout)
-        check = getattr(get_backend(name), "check_available", None)
-        if check is not None:
-            check()
-    except BackendUnavailable as e:
-        raise click.UsageError(f"{option} {name}: {e}") from None
-    return name
 
 
 def regex_option(pattern: str | None, option: str) -> str | None:

@@ -31,7 +31,8 @@ from ..harness.programs.support import unsupported_ops
 from ..harness.records import jsonout
 from ..harness.records.guard import GuardError, atomic_path, prepare_outputs, write_atomic
 from ..harness.records.options import RunIO, RunOptions
-from .common import SECONDS, SEED, InputFile, usable_backend
+from .backend_option import usable_backend
+from .common import SECONDS, SEED, InputFile
 
 
 def _fail(message: str, code: int = 2) -> None:

@@ -17,7 +17,8 @@ from ..harness.campaigns.cluster import ClusterError, Progress, executor
 from ..harness.records import jsonout
 from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
 from ..harness.records.stream import StreamError, read_lines, repair
-from .common import outputs_ready, usable_backend
+from .backend_option import usable_backend
+from .common import outputs_ready
 
 
 def _known_chunks(path: str) -> list[E.Chunk]:

@@ -9,7 +9,8 @@ import click
 from ..harness.backends import get_backend
 from ..harness.records import jsonout
 from ..harness.records.guard import write_atomic
-from .common import SECONDS, InputFile, outputs_ready, usable_backend
+from .backend_option import usable_backend
+from .common import SECONDS, InputFile, outputs_ready
 
 
 @click.command("probe-precision")

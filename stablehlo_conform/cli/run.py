@@ -38,7 +38,8 @@ from ..harness.reports import incomplete_note
 from ..harness.reports.html import write_html
 from ..harness.reports.junit import write_junit
 from ..harness.reports.text import gate_lines, printable
-from .common import MIB, SECONDS, InputFile, outputs_ready, usable_backend
+from .backend_option import usable_backend
+from .common import MIB, SECONDS, InputFile, outputs_ready
 
 
 class _Progress:
