@@ -180,3 +180,18 @@ def test_load_results_formats(tmp_path):
     with pytest.raises(ReportError):
         load_results(tmp_path / "bad.json")
     assert family_table([doc])[-1].split() == ["total", "1/2", "50.0%"]
+
+
+def test_family_table_keeps_two_runs_of_one_backend_apart():
+    """Two results files of one backend (two suites, or a run before and after a change) are two
+    columns: each column counts its own file's results, never the two summed."""
+    def rec(i, fam, status):
+        return {"id": f"t{i}", "family": fam, "status": status}
+
+    first = {"backend": "numpy", "results": [rec(0, "stablehlo.add", "pass"), rec(1, "stablehlo.add", "fail")]}
+    second = {"backend": "numpy", "results": [rec(2, "stablehlo.add", "pass"), rec(3, "stablehlo.sort", "pass")]}
+    lines = family_table([first, second])
+    rows = {ln.split()[0]: ln.split()[1:] for ln in lines[2:] if not ln.startswith("-")}
+    assert rows["stablehlo.add"] == ["1/2", "50.0%", "1/1", "100.0%"]
+    assert rows["stablehlo.sort"] == ["-", "1/1", "100.0%"]
+    assert rows["total"] == ["1/2", "50.0%", "2/2", "100.0%"]

@@ -77,19 +77,20 @@ def _cell(ok: int, total: int) -> str:
 
 
 def family_table(runs: Sequence[dict]) -> list[str]:
-    """Pass counts per op family (rows) and backend (columns)."""
+    """Pass counts per op family (rows) and results file (columns, headed by each run's backend:
+    two runs of one backend are two columns)."""
     backends = [r["backend"] for r in runs]
-    cells: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
-    for run in runs:
+    cells: dict[str, dict[int, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for i, run in enumerate(runs):
         for rec in run["results"]:
-            cells[rec.get("family") or "other"][run["backend"]][rec["status"] == "pass"] += 1
+            cells[rec.get("family") or "other"][i][rec["status"] == "pass"] += 1
     width = max([len(f) for f in cells] + [9])
     head = f"{'op family':<{width}} " + " ".join(f"{b:>16}" for b in backends)
     lines = [head, "-" * len(head)]
     for fam in sorted(cells):
         row = []
-        for b in backends:
-            c = cells[fam].get(b)
+        for i in range(len(runs)):
+            c = cells[fam].get(i)
             if not c:
                 row.append(f"{'-':>16}")
                 continue
