@@ -257,3 +257,41 @@ def test_signature_types_restrict_what_a_baseline_accepts():
     g = evaluate_gate([hit, miss], b, {})
     assert [r["id"] for r in g.regressions] == ["x.mlir::b"]
     assert [r["id"] for r, _e in g.expected] == ["x.mlir::a"]
+
+
+def test_the_op_and_stage_an_error_carried_travel_as_fields_and_triage_reads_them(tmp_path):
+    """An error that names its op (an op without a kernel, a kernel that raised) leaves
+    ``failed_at`` on the record, through the worker pipe and the JSON file; triage takes stage
+    and op from it, not from the message (here a message that names another op)."""
+    from stablehlo_conform.errors import KernelError
+    from stablehlo_conform.harness.records.result import FailedAt, Result, new_result
+    from stablehlo_conform.harness.suite.cases import Options, run_file, stopped_by
+
+    prog = tmp_path / "uns.mlir"
+    prog.write_text(textwrap.dedent("""\
+        func.func @t() {
+          %x = stablehlo.constant dense<1.0> : tensor<2xf32>
+          %y = stablehlo.custom_call @no_such_target(%x) : (tensor<2xf32>) -> tensor<2xf32>
+          check.expect_eq_const %y, dense<1.0> : tensor<2xf32>
+          func.return
+        }
+        """))
+    (r,) = [ev[1] for ev in run_file(str(prog), Options()) if ev[0] == "result"]
+    assert r.failed_at == FailedAt("unsupported", "stablehlo.custom_call", f"{prog}:3:8")
+    assert Result.from_json(r.to_json()) == r  # read back from a file as it was
+    out = tmp_path / "r.json"
+    subprocess.run([*CONFORM, "run", str(prog), "--json", str(out), "-q"], check=False, capture_output=True)
+    (written,) = json.loads(out.read_text())["results"]
+    assert written["failed_at"] == {"stage": "unsupported", "op": "stablehlo.custom_call", "loc": f"{prog}:3:8"}
+
+    # a kernel error whose text quotes another op: the field decides
+    base = new_result("f.mlir", "f.mlir::t", "t", 1, family="stablehlo.cosine", dtypes=("f32",))
+    err = KernelError("stablehlo.sine", "f.mlir:4:9", "'stablehlo.cosine' op input out of range")
+    got = stopped_by(base, None, err).to_json()
+    assert got["failed_at"] == {"stage": "run", "op": "stablehlo.sine", "loc": "f.mlir:4:9"}
+    sig = signature(got)
+    assert (sig.stage, sig.op) == ("run", "stablehlo.sine")
+    without = {k: v for k, v in got.items() if k != "failed_at"}  # the same text, read from the message alone
+    assert signature(without).op == "stablehlo.cosine"
+    # a record with no error fields (a pass judged wrong, a native backend's text) has none
+    assert "failed_at" not in new_result("f.mlir", "f.mlir::u", "u", 1, status="fail").to_json()

@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-__all__ = ["Status", "STATUSES", "NOT_RUN", "Result", "new_result", "Outcome", "Failure",
+__all__ = ["Status", "STATUSES", "NOT_RUN", "FailedAt", "Result", "new_result", "Outcome", "Failure",
            "describe_failure", "replace"]
 
 
@@ -88,7 +88,22 @@ NOT_RUN = tuple(s.value for s in Status.worst_first(Status) if not s.ran)  # cra
 
 # optional fields, in the order they are written (after the base fields); absent when None
 _OPTIONAL = ("backend", "kind", "output", "accuracy", "verdict", "compare", "disagreements",
-             "compare_accuracy", "compare_verdict", "model")
+             "compare_accuracy", "compare_verdict", "model", "failed_at")
+
+
+@dataclass(frozen=True)
+class FailedAt:
+    """Where a test stopped, as the error that stopped it said (an op without a kernel, a kernel
+    that raised): the triage stage (``unsupported``, ``run``), the op and its ``file:line:col``.
+    Triage reads these instead of the message; a record without them (a native backend's own
+    text, an older file) is triaged from its message."""
+
+    stage: str
+    op: str = ""
+    loc: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"stage": self.stage, "op": self.op, "loc": self.loc}
 
 
 @dataclass(frozen=True)
@@ -119,6 +134,7 @@ class Result:
     compare_accuracy: str | None = None
     compare_verdict: dict | None = None
     model: dict | None = None  # a model's judgement: metric, errors and bounds per output (harness/judge/model.py)
+    failed_at: FailedAt | None = None
     extra: tuple[tuple[str, Any], ...] = ()
     # a verdict set by a comparison after the comparison's fields is written after them
     verdict_last: bool = field(default=False, repr=False, compare=False)
@@ -130,6 +146,8 @@ class Result:
             v = getattr(self, name)
             if isinstance(v, list):
                 object.__setattr__(self, name, tuple(v))
+        if isinstance(self.failed_at, dict):  # read from JSON
+            object.__setattr__(self, "failed_at", FailedAt(**self.failed_at))
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON writes it: base fields, then the set optional
@@ -144,7 +162,7 @@ class Result:
                 continue
             v = getattr(self, name)
             if v is not None:
-                out[name] = list(v) if name == "disagreements" else v
+                out[name] = list(v) if name == "disagreements" else v.to_json() if name == "failed_at" else v
         if self.verdict_last and self.verdict is not None:
             out["verdict"] = self.verdict
         out.update(self.extra)

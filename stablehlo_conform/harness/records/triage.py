@@ -7,9 +7,14 @@ A signature is ``(stage, op, element type, normalised message)``:
   ``compile``, ``run``, ``crash``, ``timeout``, ``wrong value`` (a check or a
   comparison of backends found different values), ``no test`` (a file
   without a test);
-- *op*: the op the message names (``'stablehlo.add' op ...``,
-  ``unsupported: stablehlo.foo``, ``stablehlo.sine at f.mlir:3:5: ...``), else
-  the op family of the test;
+- *op*: the op the test stopped at, else the op family of the test.
+
+Stage and op are read from the record's ``failed_at`` field where the error that stopped the
+test carried them (an op without a kernel, a kernel that raised: see
+:class:`~.result.FailedAt`); from the status, and from the message only where nothing else
+says (a native backend's own text, a compiler's diagnostic, a record of an older file: the op
+the message names, ``'stablehlo.add' op ...``, ``unsupported: stablehlo.foo``,
+``stablehlo.sine at f.mlir:3:5: ...``);
 - *element type*: the element type of the test (its first result type).
   Results that differ only in element type are one group (one bug seen on
   several types); the group's signature lists the types it was seen on;
@@ -211,8 +216,9 @@ def signature(rec: dict[str, Any]) -> Signature | None:
     if rec.get("status") == "pass":
         return None
     lines = _message_lines(rec)
-    stage = _stage(rec, lines)
-    return Signature(stage, _op(rec, lines), _dtype(rec), _key_line(rec, stage, lines))
+    at = rec.get("failed_at") or {}  # where the error that stopped the test said it stopped
+    stage = at.get("stage") or _stage(rec, lines)
+    return Signature(stage, at.get("op") or _op(rec, lines), _dtype(rec), _key_line(rec, stage, lines))
 
 
 def at_fault(rec: dict[str, Any]) -> list[str]:

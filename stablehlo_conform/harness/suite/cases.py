@@ -20,7 +20,7 @@ from typing import Any
 
 from ... import frontend
 from ... import types as T
-from ...errors import ConformError, ParseError
+from ...errors import ConformError, KernelError, ParseError, UnsupportedOp
 from ...program import Func, Module, SymbolRef, walk_ops
 from ..backends import get_backend
 from ..judge.diff import compare_test
@@ -32,7 +32,7 @@ from ..programs.recipe import RecipeError, read_recipe, recipe_path
 from ..programs.support import iree_programs, load_functions, test_ids, unsupported_message, unsupported_ops
 from ..records.guard import file_kind
 from ..records.options import RunOptions
-from ..records.result import NOT_RUN, Outcome, Result, Status, new_result, replace
+from ..records.result import NOT_RUN, FailedAt, Outcome, Result, Status, new_result, replace
 from ..records.shard import in_shard
 
 SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
@@ -366,11 +366,19 @@ def run_program(mod: Module, case, tid: str, opts: Options) -> Result:
                         message=f"ran on generated inputs (dynamic sizes = {size}"
                         f"{', integer tensors zero' if zeros else ''}); no expected values in the program")
     except ConformError as e:
-        why = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
-        r = replace(r, status=e.status, message=why)
+        r = stopped_by(r, mod, e)
     except Exception as e:
         r = replace(r, status=Status.ERROR, message=f"internal error: {type(e).__name__}: {e}")
     return replace(r, duration=round(time.perf_counter() - t0, 6))
+
+
+def stopped_by(r: Result, mod: Module, e: ConformError) -> Result:
+    """``r`` of a test an error stopped: the error's status and message, and where it stopped
+    (:class:`FailedAt`: an op without a kernel, a kernel that raised) as fields triage reads."""
+    why = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
+    at = (FailedAt("unsupported", e.op, e.loc) if isinstance(e, UnsupportedOp)
+          else FailedAt("run", e.op, e.loc) if isinstance(e, KernelError) else None)
+    return replace(r, status=e.status, message=why, failed_at=at)
 
 
 def judge(mod: Module, func: Func, opts: RunOptions, r: Result, backend: Any = None) -> Result:
@@ -422,8 +430,7 @@ def run_test(mod: Module, func: Func, tid: str, opts: Options) -> Result:
         if opts.compare:
             r = with_comparison(r, compare_test(mod, func, opts.compare, run))
     except ConformError as e:
-        why = unsupported_message(mod, e) if e.status == "unsupported" else str(e)
-        r = replace(r, status=e.status, message=why)
+        r = stopped_by(r, mod, e)
     except Exception as e:  # a bug in the tool: keep the run going, say where
         tb = traceback.extract_tb(e.__traceback__)
         where = f" ({tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
