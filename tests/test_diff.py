@@ -60,7 +60,7 @@ def programs():
     return {name: load(_export(f, *shapes))[0] for name, (f, shapes) in PROGRAMS.items()}
 
 
-XLA = diff.DiffOptions(isolate=False)
+XLA = diff.diff_options(isolate=False)
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
@@ -103,7 +103,7 @@ def test_localise_always_covers_loop_bodies(programs):
     m = programs["loop"]
     f = diff.entry_of(m, None)
     rep = diff.diff_program(m, f.name, ["numpy", "xla"], inputs.random_inputs(f, 0),
-                            diff.DiffOptions(isolate=False, localise="always"))
+                            diff.diff_options(isolate=False, localise="always"))
     ops = [o["op"] for o in rep["ops"]]
     assert ops.count("stablehlo.sine") == 2  # two iterations per op are compared
     assert "stablehlo.while" in ops

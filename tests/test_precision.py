@@ -181,7 +181,7 @@ def export(level: str, name: str) -> str:
     return text
 
 
-OPTS = diff.DiffOptions(isolate=False)
+OPTS = diff.diff_options(isolate=False)
 
 
 @pytest.mark.parametrize("name", ["matmul", "attention", "conv", "rnn"])

@@ -14,7 +14,7 @@ from stablehlo_conform import frontend
 from stablehlo_conform.cli.run import run as run_cmd
 from stablehlo_conform.harness import backends as B
 from stablehlo_conform.harness.backends.numpy_backend import NumpyBackend
-from stablehlo_conform.harness.judge.diff import DiffOptions, diff_program
+from stablehlo_conform.harness.judge.diff import diff_options, diff_program
 from stablehlo_conform.harness.records.options import RunOptions
 from stablehlo_conform.harness.suite import runner as suite_runner
 from stablehlo_conform.harness.suite.cases import Options, run_file
@@ -131,7 +131,7 @@ def test_diff_hands_its_backends_run_options_and_writes_nothing_back():
 """, "<t>")
     a, b = Recording(), Recording()
     profile = C.Profile.from_dict({"ops": {"stablehlo.exponential": {"f32": 8}}})
-    opts = DiffOptions(isolate=False, accuracy_profile=profile)
+    opts = diff_options(isolate=False, accuracy_profile=profile)
     before = copy.deepcopy(opts)
     report = diff_program(mod, "main", [a, b], [X], opts)
     assert report["status"] == "agree"

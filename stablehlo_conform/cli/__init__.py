@@ -14,7 +14,6 @@ import click
 
 from ..harness.records.guard import Interrupted
 
-
 # command -> the module of this package that holds it (in its COMMANDS); a command's module is
 # imported when the command is asked for, so reading results (report, baseline, triage) loads
 # no frontend, engine or backend

@@ -263,7 +263,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
     A model (a program with NAME.recipe.json beside it) runs on its recipe's
     inputs, and every backend is judged by the model rule (docs/models.md)."""
     # loads mpmath: kept here for start-up time
-    from ..harness.judge.diff import DiffOptions, diff_program, format_report
+    from ..harness.judge.diff import diff_options, diff_program, format_report
     from ..harness.judge.model import diff_model  # the engine: kept here for start-up time
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
@@ -282,7 +282,7 @@ def diff_cmd(program, backends, inputs_path, seed, entry, json_path, localise, m
         from ..oracle.classes import accuracy_profile_option  # loads mpmath: kept here for start-up time
 
         profile = accuracy_profile_option(accuracy_profile, click.UsageError)
-    opts = DiffOptions(timeout=timeout or None, localise=localise,
+    opts = diff_options(timeout=timeout or None, localise=localise,
                        max_ops=max_ops or (10**9 if recipe is not None else 300), accuracy_profile=profile)
     try:
         run = diff_model if recipe is not None else diff_program

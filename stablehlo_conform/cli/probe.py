@@ -34,7 +34,7 @@ def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
     """
     # loads mpmath: kept here for start-up time
     from ..harness.campaigns.probe_precision import failed, format_rows, probe, to_json
-    from ..harness.judge.diff import DiffOptions  # loads mpmath: kept here for start-up time
+    from ..harness.judge.diff import diff_options  # loads mpmath: kept here for start-up time
     from ..oracle import classes as C  # loads mpmath: kept here for start-up time
     from ..oracle.precision import DEFAULT_LEVELS  # loads mpmath: kept here for start-up time
 
@@ -49,7 +49,7 @@ def probe_precision(backend, accuracy_profile, algorithms, timeout, json_path):
             raise click.UsageError(str(e)) from None
         source = f"{accuracy_profile} (" + ", ".join(f"{k}={v}" for k, v in dict(DEFAULT_LEVELS, **levels).items()) \
             + ")"
-    rows = probe(b, levels, DiffOptions(timeout=timeout or None), algorithms)
+    rows = probe(b, levels, diff_options(timeout=timeout or None), algorithms)
     for line in format_rows(backend, rows, source):
         click.echo(line)
     if json_path:

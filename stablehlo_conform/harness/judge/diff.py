@@ -178,7 +178,7 @@ def make_runners(backends: Sequence[Any]) -> list[Labelled]:
 DIFF_SECONDS = 120.0  # the default timeout of one run of ``conform diff``
 
 
-def DiffOptions(**changes: Any) -> RunOptions:
+def diff_options(**changes: Any) -> RunOptions:
     """The run options of ``conform diff``: :class:`RunOptions` with its
     defaults (a timeout of :data:`DIFF_SECONDS`) and ``changes``."""
     return RunOptions(**{"timeout": DIFF_SECONDS, **changes})
@@ -201,7 +201,7 @@ def diff_program(module: Module, entry: str, backends: Sequence[Any], args: Sequ
     run, the others agree); ``outputs`` one comparison per result and
     backend; ``ops`` per-op comparisons when localising; ``first_divergence``
     the first op whose results differ or whose run crashed."""
-    opts = opts or DiffOptions()
+    opts = opts or diff_options()
     runners = make_runners(backends)
     func = module.funcs[entry]
     report: dict[str, Any] = {
@@ -253,7 +253,7 @@ def judge_isolated(text: str, args: Sequence[np.ndarray], runners: Any, entry: s
     a program whose backends run isolated (``runners``: an ``IsolatedBackends``)."""
     module = frontend.load_text(text, "<program>")[0]
     backends = [IsolatedRunner(runners, b) for b in runners.backends]
-    return diff_program(module, entry, backends, list(args), DiffOptions(timeout=timeout))
+    return diff_program(module, entry, backends, list(args), diff_options(timeout=timeout))
 
 
 def judged(judge: Any) -> dict[str, Any] | None:

@@ -45,7 +45,7 @@ from ..backends.numpy_backend import NumpyBackend
 from ..programs.recipe import Recipe, build_inputs, check_fits
 from ..programs.shadow import shadow_module, wide_value
 from ..records.options import RunOptions, run_options
-from .diff import DiffOptions, Labelled, _localise, _safe_run, make_runners
+from .diff import Labelled, _localise, _safe_run, diff_options, make_runners
 
 FACTOR = 3.0
 METRIC = "rel-L2 to the float64 shadow"
@@ -278,7 +278,7 @@ def diff_model(module: Module, entry: str, backends: Sequence[Any], args: Sequen
     """``conform diff`` of a model: the report :func:`.diff.diff_program`
     writes, each backend's outputs judged by the model rule (against the
     arbiter, not against each other), localised only when outside the bound."""
-    opts = opts or DiffOptions()
+    opts = opts or diff_options()
     runners = make_runners(backends)
     func = module.funcs[entry]
     report: dict[str, Any] = {
