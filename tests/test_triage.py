@@ -293,5 +293,9 @@ def test_the_op_and_stage_an_error_carried_travel_as_fields_and_triage_reads_the
     assert (sig.stage, sig.op) == ("run", "stablehlo.sine")
     without = {k: v for k, v in got.items() if k != "failed_at"}  # the same text, read from the message alone
     assert signature(without).op == "stablehlo.cosine"
+    # a field another writer left partly empty reads empty there, and triage falls back for it
+    part = Result.from_json({"id": "g.mlir::t", "status": "error", "message": "boom", "failed_at": {"op": "x.y"}})
+    assert part.failed_at == FailedAt("", "x.y", "")
+    assert (signature(part.to_json()).stage, signature(part.to_json()).op) == ("run", "x.y")
     # a record with no error fields (a pass judged wrong, a native backend's text) has none
     assert "failed_at" not in new_result("f.mlir", "f.mlir::u", "u", 1, status="fail").to_json()

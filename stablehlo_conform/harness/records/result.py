@@ -146,8 +146,10 @@ class Result:
             v = getattr(self, name)
             if isinstance(v, list):
                 object.__setattr__(self, name, tuple(v))
-        if isinstance(self.failed_at, dict):  # read from JSON
-            object.__setattr__(self, "failed_at", FailedAt(**self.failed_at))
+        if isinstance(self.failed_at, dict):  # read from JSON (a field another writer left out reads empty)
+            at = self.failed_at
+            object.__setattr__(self, "failed_at", FailedAt(str(at.get("stage") or ""), str(at.get("op") or ""),
+                                                           str(at.get("loc") or "")))
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON writes it: base fields, then the set optional
