@@ -43,7 +43,7 @@ class Backend:
     ``run_test`` runs a self-checking test function (no arguments) and
     returns an :class:`..result.Outcome` (backends written against the older
     interface return its fields as a dictionary: ``status``, ``message``,
-    ``checks``; :meth:`..result.Outcome.of` reads both).
+    ``checks``; :meth:`..records.result.Outcome.of` reads both).
     ``test_values`` returns the values a test's checks look at (the first
     operand of each check op, in program order), for comparing backends.
     Each receives the run's :class:`..records.options.RunOptions` (frozen;

@@ -1,8 +1,8 @@
 """Accuracy of a backend's element-wise float math against the exact values (``conform accuracy``).
 
-For every op of :data:`.exact.DEFINED_OPS` and every float element type, the op runs on a backend
+For every op of :data:`...oracle.exact.DEFINED_OPS` and every float element type, the op runs on a backend
 as one tiny StableHLO program whose single tensor holds all the inputs; each result is compared
-with the correctly rounded exact value (:mod:`.exact`), giving the maximum ULP error, the share of
+with the correctly rounded exact value (:mod:`...oracle.exact`), giving the maximum ULP error, the share of
 correctly rounded results (bit for bit, signed zeros included, any NaN equal to any NaN) and the
 worst input.
 
@@ -23,7 +23,7 @@ Inputs (:func:`inputs_for`):
   [2**-20, 2**10] (plus every pair of edge values), where their arbitrary-precision evaluation
   stays fast.
 
-Elements whose value the spec leaves open (:func:`.exact.spec_silent`), and the rare inputs whose
+Elements whose value the spec leaves open (:func:`...oracle.exact.spec_silent`), and the rare inputs whose
 exact value takes mpmath more than ``EVAL_SECONDS`` (``polygamma`` of a huge order, ...), are not
 measured; they are counted as ``silent``.
 
@@ -38,7 +38,7 @@ the 16-, 32-, 64-bit and complex types; an op the type cannot take is ``n/a`` wi
 (:func:`not_applicable`), a cell not measured yet ``not run``. Every cell of the numpy backend that
 is not correctly rounded is listed with its reason from ``accuracy_notes.json``.
 
-The default ULP bounds of the ``ulp`` accuracy class (``ulp_defaults.json``, :mod:`.classes`) are
+The default ULP bounds of the ``ulp`` accuracy class (``ulp_defaults.json``, :mod:`...oracle.classes`) are
 derived from the cells by :func:`ulp_defaults` (the rule: :data:`DEFAULTS_RULE`).
 """
 
@@ -236,7 +236,7 @@ def backend_name(backend) -> str:
 
 
 def run_on_backend(backend, op: str, type_name: str, args: Sequence[np.ndarray]) -> np.ndarray:
-    """Run ``op`` on ``backend`` (a backend name or a :class:`~..harness.backends.Backend`)."""
+    """Run ``op`` on ``backend`` (a backend name or a :class:`~..backends.Backend`)."""
     (module,) = frontend.load(program_text(op, type_name, args[0].size))
     b = get_backend(backend) if isinstance(backend, str) else backend
     (out,) = b.run_function(module, "main", list(args), RunOptions(timeout=BACKEND_SECONDS))
@@ -715,7 +715,7 @@ def floor_bound(op: str, type_name: str) -> int:
 
 
 def ulp_defaults(cells: Sequence[Cell], base: dict, source: str = "") -> dict:
-    """``ulp_defaults.json`` (the bounds of the ``ulp`` accuracy class, :mod:`.classes`) derived from
+    """``ulp_defaults.json`` (the bounds of the ``ulp`` accuracy class, :mod:`...oracle.classes`) derived from
     the measured ``cells`` by :data:`DEFAULTS_RULE`; ``base`` is the current file (its entries for
     ops the table does not measure are kept, as is its ``*`` row)."""
     per: dict[tuple[str, str], list[int]] = {}

@@ -16,7 +16,7 @@ the results are judged:
   error reports). Every correctly rounded result is within 0.5 ULP, so the maximum over the
   others is the cell's exact maximum; a cell whose every result is correctly rounded says so.
 
-Inputs whose value the spec leaves open (:func:`..oracle.exact.spec_silent`) are not measured.
+Inputs whose value the spec leaves open (:func:`...oracle.exact.spec_silent`) are not measured.
 A chunk gives the inputs measured, those correctly rounded, non-finite errors, the maximum ULP
 error with its worst inputs (:data:`WORST` of them) and a histogram of the errors
 (:data:`BINS`); chunks merge into the cell by sums, maxima and the union of worst inputs, so a
@@ -131,7 +131,7 @@ class Chunk:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Chunk:
         """The chunk of a line :meth:`to_json` wrote (an infinite ULP error
-        is written ``"inf"``, see :mod:`.jsonout`)."""
+        is written ``"inf"``, see :mod:`..records.jsonout`)."""
         c = cls(**{k: v for k, v in d.items() if k != "kind"})
         c.max_ulp = float(number(c.max_ulp))
         c.worst = [{**w, "ulp": float(number(w["ulp"]))} if isinstance(w, dict) and "ulp" in w else w

@@ -81,7 +81,7 @@ _SPEC = "stablehlo_conform.harness.campaigns.reduce:CandidateRunner"
 
 
 class IsolatedBackends:
-    """One child process per backend running candidates (see :class:`~.backends.base.Isolated`)."""
+    """One child process per backend running candidates (see :class:`~..backends.isolated.Isolated`)."""
 
     def __init__(self, backends: Sequence[str], timeout: float | None):
 

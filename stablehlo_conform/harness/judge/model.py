@@ -3,7 +3,7 @@
 A model (a program with a recipe, :mod:`.recipe`) runs on three engines: the
 backend under test, the oracle (this package's NumPy engine, at the
 program's own precision) and the oracle on the program's float64 shadow
-(:mod:`.shadow`), the arbiter. For every float output the relative L2
+(:mod:`..programs.shadow`), the arbiter. For every float output the relative L2
 distance to the arbiter, ``||x - s|| / ||s||``, is measured for the backend
 (``e_B``) and for the oracle (``e_O``). The backend is within the model's
 bound when
@@ -22,7 +22,7 @@ has no spread (a constant) is an error of the model, in words.
 When a backend is outside the bound, the model is localised: every op runs
 alone on the oracle and on the backend with the operands the oracle traced
 (:func:`.diff.localise`), and the first op outside its own bound (its
-accuracy class, :mod:`..oracle.classes`) is named with its location. When
+accuracy class, :mod:`...oracle.classes`) is named with its location. When
 every op is within its bound and some differ, the outcome is
 ``accumulated``: the difference grew over many ops, none of which the spec
 calls wrong, and the model passes, saying so. When no op run alone differs

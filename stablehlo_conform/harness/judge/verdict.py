@@ -15,7 +15,7 @@ it looks at is followed back to the ops that computed it:
   float64 / complex128 and rounded once.
 
 The checked value is then held to the op's accuracy class
-(:mod:`.classes`). A tolerance-allowing check (``expect_close``,
+(:mod:`...oracle.classes`). A tolerance-allowing check (``expect_close``,
 ``expect_almost_eq``) passes an element that is within its own tolerance
 *or* within the class of the expected value (the two sides may each be off
 by the class bound); a ``result_accuracy = TOLERANCE`` on the producing op
