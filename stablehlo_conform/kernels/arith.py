@@ -138,7 +138,7 @@ def _shape_of(*xs) -> tuple:
 # --------------------------------------------------------------------------- #
 
 
-def _int_binary(name, fn, signed: bool, **facts):
+def _int_binary(name, fn, signed: bool):
     def k(op, a, b):
         el = result_element(op)
         bits = bits_of(el)
@@ -147,7 +147,7 @@ def _int_binary(name, fn, signed: bool, **facts):
             r = fn(conv(a, bits), conv(b, bits))
         return (wrap(r, el),)
 
-    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect).", **facts)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect).")
 
 
 _int_binary("arith.addi", np.add, False)
@@ -179,7 +179,7 @@ def _trunc_div(a, b):
     return np.where(zero, np.zeros_like(q), q), zero
 
 
-def _unsigned_division(name, fn, **facts):
+def _unsigned_division(name, fn):
     """Register ``name``: ``fn(x, y)`` on the unsigned readings of the
     operands, with 0 where the divisor is 0."""
 
@@ -190,7 +190,7 @@ def _unsigned_division(name, fn, **facts):
         y1, zero = _safe_div(x, y)
         return (wrap(np.where(zero, np.uint64(0), fn(x, y1)), el),)
 
-    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect); division by zero gives 0.", **facts)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect); division by zero gives 0.")
 
 
 _unsigned_division("arith.divui", lambda x, y: x // y)
@@ -355,12 +355,12 @@ def mulsi_extended(op, a, b):
 # --------------------------------------------------------------------------- #
 
 
-def _float_binary(name, fn, **facts):
+def _float_binary(name, fn):
     def k(op, a, b):
         dt = op.result_dtype(0)
         return (float_compute(fn, dt, a, b),)
 
-    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect), IEEE-754 with round to nearest even.", **facts)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR arith dialect), IEEE-754 with round to nearest even.")
 
 
 def ieee_minimum_number(x, y):

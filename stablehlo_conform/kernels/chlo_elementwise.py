@@ -94,7 +94,7 @@ from .registry import kernel, kernel_of
 _U64 = np.uint64
 
 
-def _chlo_unary(name, f, refine=None, f64=None, **facts):
+def _chlo_unary(name, f, refine=None, f64=None):
     """``f`` on f64 (complex128) values, rounded once; on an f64 result type ``f64`` instead,
     and on complex128 ``f`` in extended precision (default ``f64``: that too,
     :func:`._extended.in_f64`). Without ``refine``, an f32 or f16 tensor takes the screened
@@ -109,7 +109,7 @@ def _chlo_unary(name, f, refine=None, f64=None, **facts):
 
     g.__name__ = name.split(".")[-1]
     # the screened f32/f16 fast path computes float_fn's value without refine only
-    return E.unary(name, fast=M.rounded_once_fast(f, g) if refine is None else None, **facts)(g)
+    return E.unary(name, fast=M.rounded_once_fast(f, g) if refine is None else None)(g)
 
 
 def _odd(f):
@@ -245,13 +245,13 @@ erf_inv = _chlo_unary("chlo.erf_inv", _odd(sc.erfinv), f64=_odd(_erf_inv_f64))
 lgamma = _chlo_unary("chlo.lgamma", _lgamma, _near_negative_root, f64=X.in_f64(X.lgamma))
 
 
-def _chlo_binary(name, f, f64=None, refine=None, **facts):
+def _chlo_binary(name, f, f64=None, refine=None):
     def g(dt, a, b):
         wide_f = f64 if f64 is not None and np.dtype(dt) == F64 else f
         return E.float_fn(wide_f, dt, a, b, op=name, refine=refine)
 
     g.__name__ = name.split(".")[-1]
-    return E.binary(name, **facts)(g)
+    return E.binary(name)(g)
 
 
 igamma = _chlo_binary("chlo.igamma", _igamma)

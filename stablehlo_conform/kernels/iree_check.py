@@ -114,11 +114,11 @@ def compare_bits_differ(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
     return actual != expected
 
 
-def _register(name: str, check, **facts) -> None:
+def _register(name: str, check) -> None:
     """``check.iree_<name>`` (two operands) and ``check.iree_<name>_const``
-    (one operand and a ``value`` attribute), with the ops' ``facts``."""
-    kernel_of(lambda op, actual, expected: check(op, actual, expected), f"check.iree_{name}", **facts)
-    kernel_of(lambda op, actual: check(op, actual, op.attr("value")), f"check.iree_{name}_const", **facts)
+    (one operand and a ``value`` attribute)."""
+    kernel_of(lambda op, actual, expected: check(op, actual, expected), f"check.iree_{name}")
+    kernel_of(lambda op, actual: check(op, actual, op.attr("value")), f"check.iree_{name}_const")
 
 
 _register("expect_eq", _bitwise)

@@ -37,22 +37,22 @@ def _f64(x) -> np.ndarray:
     return np.asarray(x).astype(np.float64)
 
 
-def _unary_float(name, fn, **facts):
+def _unary_float(name, fn):
     def k(op, a):
         dt = op.result_dtype(0)
         with np.errstate(all="ignore"):
             return (to_float(fn(_f64(a)), dt),)
 
-    return kernel_of(k, name, doc=f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once.", **facts)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once.")
 
 
-def _binary_float(name, fn, **facts):
+def _binary_float(name, fn):
     def k(op, a, b):
         dt = op.result_dtype(0)
         with np.errstate(all="ignore"):
             return (to_float(fn(_f64(a), _f64(b)), dt),)
 
-    return kernel_of(k, name, doc=f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once.", **facts)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR math dialect), evaluated in f64 and rounded once.")
 
 
 def round_half_away(x):
@@ -259,20 +259,20 @@ def _to_result(op, v, i: int = 0) -> np.ndarray:
         return np.asarray(np.asarray(v).astype(dt), dtype=dt)
 
 
-def _complex_unary(name, fn, **facts):
+def _complex_unary(name, fn):
     def k(op, a):
         with np.errstate(all="ignore"):
             return (_to_result(op, fn(_c128(a))),)
 
-    return kernel_of(k, name, doc=f"``{name}`` (MLIR complex dialect), evaluated in complex128.", **facts)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR complex dialect), evaluated in complex128.")
 
 
-def _complex_binary(name, fn, **facts):
+def _complex_binary(name, fn):
     def k(op, a, b):
         with np.errstate(all="ignore"):
             return (_to_result(op, fn(_c128(a), _c128(b))),)
 
-    return kernel_of(k, name, doc=f"``{name}`` (MLIR complex dialect), evaluated in complex128.", **facts)
+    return kernel_of(k, name, doc=f"``{name}`` (MLIR complex dialect), evaluated in complex128.")
 
 
 @kernel("complex.constant")
