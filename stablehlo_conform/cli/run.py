@@ -195,7 +195,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
                 "accuracy_profile": str(Path(accuracy_profile).resolve()) if accuracy_profile else None}
     settings["shard"] = _shard_info(shard, files, settings)
     progress = _Progress(len(files), sys.stderr.isatty() and not quiet)
-    selected: list[Result] = []
+    selected: list[dict] = []  # the records of the selected tests, as the files and reports hold them
     done: set[str] = set()
     has_header = False
     if resume and os.path.exists(jsonl_path):
@@ -207,7 +207,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
         for rec in old.records:
             if rec["id"] not in done:
                 done.add(rec["id"])
-                selected.append(Result.from_json(rec))
+                selected.append(rec)
         repair(jsonl_path, old)  # a line cut by a killed run goes; the kept lines stay whole
         has_header = old.header is not None
         if selected:
@@ -224,13 +224,14 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             return
         if pattern and rec.id.endswith(">") and rec.passed:
             return
-        selected.append(rec)
+        record = rec.to_json()  # the one record of this result, for the stream, the baseline and the reports
+        selected.append(record)
         progress.update(rec)
         if stream:
-            stream.write(rec.to_json())
+            stream.write(record)
         if not quiet:
             progress.close() if progress.enabled else None
-            known = baseline.match(rec.to_json()) if baseline is not None and not rec.passed else None
+            known = baseline.match(record) if baseline is not None and not rec.passed else None
             if known is not None:
                 click.echo(f"{'KNOWN':<11} {printable(rec.id)}: {rec.status} "
                            f"(baseline: {printable(known.reason or 'listed')})")
@@ -249,8 +250,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
             runner.run(files, skip=done)
             wall = time.monotonic() - t0
             progress.close()
-            # after the tests; an interrupt ends this phase too
-            bundles.write([r.to_json() for r in selected], opts)
+            bundles.write(selected, opts)  # after the tests; an interrupt ends this phase too
     except Interrupted as e:
         interrupted = e.signum
     finally:
@@ -265,14 +265,13 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     if pattern and not selected and interrupted is None and not shard:  # a -k that names nothing: a typo
         raise click.UsageError(f"-k {pattern!r}: no test in {', '.join(paths)} has an id that contains it "
                                "or matches it as a glob")
-    records = [r.to_json() for r in selected]  # the results as the reports read them
-    summary = summarize(records)
+    summary = summarize(selected)
     if by_op:
         click.echo(f"\n{'op family':<40} {'pass':>6} {'fail':>6} {'other':>6}")
-        for fam, c in by_op_table(records):
+        for fam, c in by_op_table(selected):
             other = sum(c.values()) - c["pass"] - c["fail"]
             click.echo(f"{fam:<40} {c['pass']:>6} {c['fail']:>6} {other:>6}")
-    groups = triage(records)
+    groups = triage(selected)
     if groups and not quiet:  # before the summary, which stays the last line
         click.echo("")
         for line in triage_lines(groups, limit=10):
@@ -281,7 +280,7 @@ def run(paths, pattern, json_path, jsonl_path, jobs, timeout, load_timeout, back
     click.echo(f"\n{summary['total']} tests in {len(files)} files ({wall:.1f} s): {parts or 'nothing ran'}")
     doc = {"summary": summary, "backend": backend, "paths": list(paths), "wall_time": round(wall, 3),
            "complete": interrupted is None, "interrupted": sig_name, "not_run": not_run,
-           "triage": triage_json(groups), "shard": settings["shard"], "results": records}
+           "triage": triage_json(groups), "shard": settings["shard"], "results": selected}
     bundles.report()
     code = _finish_run(doc, baseline, baseline_path, min_rates, json_path, junit_path, html_path, lost)
     sys.exit(128 + interrupted if interrupted else code)

@@ -81,7 +81,8 @@ def testcase(rec: dict, baseline: Baseline | None = None) -> ET.Element:
         out = ET.SubElement(tc, "system-out")
         out.text = _clean(_details(rec))
         return tc
-    tag = "error" if getattr(Status.of(status), "junit", "") == "error" else "failure"
+    known = Status.of(status)  # a status of another tool's record gets a failure
+    tag = known.junit if known is not None and known.junit else "failure"
     el = ET.SubElement(tc, tag, {"message": msg, "type": status})
     el.text = _clean(_details(rec))
     return tc

@@ -42,13 +42,15 @@ KINDS = ("wrong", "crash", "error", "unsupported", "pass")
 
 def _kind(status: str) -> str:
     """A status's kind as the page shows it (an unknown status is an error)."""
-    k = getattr(Status.of(status), "kind", "error")
+    known = Status.of(status)
+    k = known.kind if known is not None else "error"
     return "wrong" if k == "wrong value" else k
 
 
 def _bad(status: str) -> bool:
     """What fails the gate unless a baseline knows it: a failure of the backend (not unsupported)."""
-    return getattr(Status.of(status), "failure", False)
+    known = Status.of(status)
+    return known is not None and known.failure
 
 
 def is_plugin_program(rec: dict) -> bool:

@@ -61,7 +61,6 @@ class Options(RunOptions):
     receive (:meth:`~RunOptions.plain`) and what the suite alone reads."""
 
     load_timeout: float | None = None  # seconds to read, parse and lower one file (None: no limit)
-    infeed: str | None = None
     compare: tuple[str, ...] = ()
     pattern: str | None = None  # -k: only tests whose id matches
     shard: tuple[int, int] | None = None  # --shard K/N: only the tests of shard K (see harness/records/shard.py)
