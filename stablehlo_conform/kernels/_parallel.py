@@ -114,6 +114,12 @@ def start() -> None:
             f.exception()
 
 
+def inside() -> bool:
+    """Whether this thread is running a piece of :func:`run` (a nested :func:`run` then runs
+    its pieces one after the other)."""
+    return getattr(_local, "inside", False)
+
+
 def _piece(fn: Callable[[], object], context: contextvars.Context | None = None):
     _local.inside = True
     try:

@@ -35,6 +35,7 @@ from ..numeric import is_float
 from ..opinfo import ACCUMULATE, DEQUANTIZE, DOT, FastPath
 from . import _fast, _parallel
 from ._blas_threads import one_blas_thread
+from ._split_gemm import split_product
 from .reduction import cast_result, contiguous, pad_dilate
 from .registry import kernel
 
@@ -131,16 +132,16 @@ def _int_matmul(a: np.ndarray, b: np.ndarray, cdt: np.dtype) -> np.ndarray:
     k = max(a.shape[-1], 1)
     term = _type_bound(a.dtype) * _type_bound(b.dtype)
     if term * k < F32_EXACT:
-        return _blas(a.astype(np.float32), b.astype(np.float32)).astype(np.int32)
+        return _blas(a.astype(np.float32), b.astype(np.float32), exact=True).astype(np.int32)
     if term * k < F64_EXACT:
         longest = int((F32_EXACT - 1) // term) if term else k
         if longest >= MIN_F32_CHUNK:
             return _f32_chunks(a.astype(np.float32), b.astype(np.float32), -(-k // longest))
-        return _blas(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+        return _blas(a.astype(np.float64), b.astype(np.float64), exact=True).astype(np.int64)
     a64 = a.astype(cdt, copy=False)
     b64 = b.astype(cdt, copy=False)
     if _max_abs(a64) * _max_abs(b64) * k < F64_EXACT:
-        return _blas(a64.astype(np.float64), b64.astype(np.float64)).astype(np.int64).astype(cdt)
+        return _blas(a64.astype(np.float64), b64.astype(np.float64), exact=True).astype(np.int64).astype(cdt)
     return np.matmul(a64, b64)
 
 
@@ -151,17 +152,20 @@ def _f32_chunks(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     edges = [k * i // n for i in range(n + 1)]
     acc = None
     for k0, k1 in zip(edges, edges[1:]):
-        part = _blas(a[..., k0:k1], b[..., k0:k1, :]).astype(np.int64)
+        part = _blas(a[..., k0:k1], b[..., k0:k1, :], exact=True).astype(np.int64)
         acc = part if acc is None else np.add(acc, part, out=acc)
     return acc
 
 
-def _blas(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _blas(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
     """``a @ b``; 2-D products through ``np.dot`` (a direct GEMM call, faster
-    than ``np.matmul`` for skinny shapes), on one BLAS thread."""
+    than ``np.matmul`` for skinny shapes), on one BLAS thread; a large one in pieces
+    on several threads where they give its bits (:func:`._split_gemm.split_product`;
+    ``exact``: every value of the product is exact in its type)."""
     with one_blas_thread():
         if a.ndim == 2 and b.ndim == 2:
-            return np.dot(a, b)
+            split = split_product(a, b, exact)
+            return np.dot(a, b) if split is None else split
         if a.ndim == 3 and a.shape[0] == 1 and b.ndim == 3:
             return np.dot(a[0], b[0])[None]
         return np.matmul(a, b)
@@ -260,6 +264,13 @@ def _dot_plan(lshape, rshape, lb, rb, lc, rc):
             *mats, bshape + lfs + rfs)
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.dot`` of 2-D f32 or f64 operands as :func:`_blas` computes it, on the BLAS thread
+    the caller set."""
+    split = split_product(a, b)
+    return np.dot(a, b) if split is None else split
+
+
 def _fast_dot_general(op):
     """``dot_general`` of plain types with its layout planned once: for f32 or f64 operands and
     result of one type without batch dimensions, one ``np.dot`` of the (reshaped) operands,
@@ -278,10 +289,10 @@ def _fast_dot_general(op):
             and lperm is None and rperm is None):
         # engines run products on one BLAS thread (Engine.call)
         if lshape == lmat and rshape == rmat and out_shape == (lmat[0], rmat[1]):
-            return FastPath(np.dot, fresh=True)
+            return FastPath(_dot, fresh=True)
 
         def call(a, b):
-            return np.dot(a.reshape(lmat), b.reshape(rmat)).reshape(out_shape)
+            return _dot(a.reshape(lmat), b.reshape(rmat)).reshape(out_shape)
         return FastPath(call, fresh=True)
 
     def general(a, b):

@@ -1,0 +1,163 @@
+"""One 2-D float product on several threads, only where its pieces give the whole call's bits.
+
+The engine's float product is one BLAS call (``np.dot``) on one BLAS thread (see
+``_blas_threads``). OpenBLAS picks its kernels and its blocking by shape, so a block of rows or
+columns of the result computed by a call of its own can round differently from the same block
+of the whole call (``docs/benchmarks.md``): on this library the column halves of a
+``(1500, 384) @ (384, 384)`` product give the whole call's bits and its row halves do not, and
+for ``(197, 768) @ (768, 768)`` the other way round. So a product is cut into pieces only
+where this process has *seen* the cut give the whole call's bits (:func:`split_product`):
+
+- the first time a product of one kind is met (the shapes, the element type, each operand's
+  layout, C or Fortran order, and its address modulo 64), the cuts are tried, in the order of
+  :func:`_cuts`, on operands of that kind filled with pseudo-random values of full
+  significands in [-1, 1) (sums whose every rounding depends on the order of the additions);
+  the first whose every bit equals the whole call's is kept for that kind, or none is;
+- a BLAS call is a data-oblivious sequence of roundings fixed by its arguments (shapes,
+  layouts, addresses, thread count), so the values the trial gives show what the same cut gives
+  on any values; only products of at least :data:`MIN_K` terms and pieces of at least
+  :data:`MIN_PIECE` rows or columns are cut, where a different order of additions shows on
+  random values in thousands of elements at once;
+- products that are exact (integers held in floats, see ``linalg._int_matmul``: every partial
+  sum is an integer the float holds) have one value in any order and are cut without a trial.
+
+The pieces run at once on :func:`._parallel.threads` threads, each one BLAS call on one BLAS
+thread (:func:`._parallel.run`); while threads do not pay (the other cores busy), and inside
+another op's piece, the whole call runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from . import _parallel
+
+MIN_MACS = 1 << 24  # the least product (multiply-adds) cut: about 0.2 ms of one f32 BLAS call; the hand-off to another thread costs tens of microseconds
+MIN_K = 64  # the shortest contraction cut (see the module docstring)
+MIN_PIECE = 16  # the fewest rows or columns of one piece
+POOL = 1_000_003  # trial values: this many, repeated
+MOST_TRIED = 1 << 22  # the most elements of both operands of a product tried (larger ones stay one call)
+FASTER = 0.85  # the most time a cut may take, as a part of the whole call's, to be kept
+
+# whether cutting products paid the last time (see _parallel.paying): kept apart from the
+# engine's groups of whole products, which pay on the same cores where small cuts do not
+_PAYING = [0, _parallel.BACK_OFF]
+_kinds: dict[tuple, tuple | None] = {}  # kind -> the cut kept for it (or None: one call)
+_lock = threading.Lock()
+_pool: dict[np.dtype, np.ndarray] = {}
+_SEED = 20261128
+
+
+def _layout(x: np.ndarray) -> str | None:
+    if x.flags.c_contiguous:
+        return "C"
+    if x.flags.f_contiguous:
+        return "F"
+    return None
+
+
+# the units a cut's edges are multiples of, per axis, in the order tried where they balance
+# the pieces equally well: on OpenBLAS's AVX-512 kernels row blocks of 48 and column blocks of
+# 320 (and, on narrower results, of 64) give the whole call's bits on every product of the
+# model zoo where any cut does; elsewhere the trial finds what holds
+UNITS = (("rows", 48), ("cols", 320), ("cols", 64))
+MAX_TRIALS = 3  # cuts tried for one kind of product at most
+
+
+def _cuts(m: int, n: int, parts: int) -> list[tuple[str, tuple]]:
+    """The cuts tried for an ``m x n`` result in ``parts`` pieces, each a list of ``[start,
+    stop)`` ranges of rows (``"rows"``) or columns (``"cols"``) whose edges are multiples of
+    one of :data:`UNITS`; the most even first (the largest piece the smallest), at most
+    :data:`MAX_TRIALS`."""
+    found = {}
+    for axis, unit in UNITS:
+        size = m if axis == "rows" else n
+        edges = sorted({0, size} | {min(size, round(size * i / parts / unit) * unit) for i in range(1, parts)})
+        ranges = tuple(zip(edges, edges[1:]))
+        if len(ranges) >= 2 and all(b - a >= MIN_PIECE for a, b in ranges):
+            found.setdefault((axis, ranges), max(b - a for a, b in ranges) / size)
+    return sorted(found, key=found.get)[:MAX_TRIALS]
+
+
+def _run(a: np.ndarray, b: np.ndarray, cut: tuple) -> np.ndarray:
+    axis, ranges = cut
+    if axis == "rows":
+        out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
+
+        def piece(r0: int, r1: int) -> None:
+            np.dot(a[r0:r1], b, out=out[r0:r1])
+
+        _parallel.run([lambda r=r: piece(*r) for r in ranges], _PAYING)
+        return out
+    parts = _parallel.run([lambda r=r: np.dot(a, b[:, r[0]:r[1]]) for r in ranges], _PAYING)
+    return np.concatenate(parts, axis=1)
+
+
+def _like(x: np.ndarray, layout: str) -> np.ndarray:
+    """An array of ``x``'s shape, type and layout holding pseudo-random values of full
+    significands in [-1, 1): :data:`POOL` of them repeated (a prime period: no two rows or
+    columns of an operand are alike)."""
+    pool = _pool.get(x.dtype)
+    if pool is None:
+        pool = _pool[x.dtype] = (np.random.default_rng(_SEED).random(POOL, dtype=x.dtype) * 2 - 1).astype(x.dtype)
+    flat = np.resize(pool, x.size)
+    return flat.reshape(x.shape) if layout == "C" else flat.reshape(x.shape[::-1]).T
+
+
+def _kept(a: np.ndarray, b: np.ndarray, kind: tuple, cuts: list) -> tuple | None:
+    """The first of ``cuts`` giving the whole call's bits on trial operands of ``kind`` in
+    at most :data:`FASTER` of its time (a product bound by memory gains nothing from a
+    second core sharing it)."""
+    ta, tb = _like(a, kind[3]), _like(b, kind[4])
+    whole, took = _timed(lambda: np.dot(ta, tb))
+    bits = whole.view(np.uint8)
+    for cut in cuts:
+        pieces, cut_took = _timed(lambda: _run(ta, tb, cut))
+        if np.array_equal(pieces.view(np.uint8), bits):
+            return cut if cut_took <= FASTER * took else None
+    return None
+
+
+def _timed(call) -> tuple:
+    """``call()``'s result and the shorter wall time of two calls (the first pays for the
+    result's fresh pages)."""
+    took = []
+    for _ in range(2):
+        start = time.perf_counter()
+        out = call()
+        took.append(time.perf_counter() - start)
+    return out, min(took)
+
+
+def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray | None:
+    """``np.dot(a, b)`` of 2-D f32 or f64 operands of one type, computed in pieces on several
+    threads where a cut of this kind of product gives the whole call's bits (see the module
+    docstring); None where the caller makes the whole call. To be called on one BLAS thread.
+    ``exact``: every value of the product is exact in its type (any cut gives its bits)."""
+    if (a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype.kind != "f" or a.dtype.itemsize < 4
+            or _parallel.threads() < 2 or _parallel.inside()):
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    if (k < MIN_K and not exact) or m * k * n < MIN_MACS:
+        return None
+    if not _parallel.paying(_PAYING):
+        return None
+    cuts = _cuts(m, n, _parallel.threads())
+    if not cuts:
+        return None
+    if exact:
+        return _run(a, b, cuts[0])
+    la, lb = _layout(a), _layout(b)
+    if la is None or lb is None or a.size + b.size > MOST_TRIED:
+        return None
+    kind = (a.shape, b.shape, a.dtype, la, lb, _parallel.threads())
+    try:
+        cut = _kinds[kind]
+    except KeyError:
+        cut = _kept(a, b, kind, cuts)
+        with _lock:
+            _kinds[kind] = cut
+    return None if cut is None else _run(a, b, cut)

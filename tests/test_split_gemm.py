@@ -1,0 +1,197 @@
+"""A 2-D product cut into pieces on several threads (``kernels/_split_gemm.py``) gives the whole
+BLAS call's bits, on the zoo's product shapes and layouts, with IEEE special values in the
+operands; a cut is kept only after a trial found every bit equal, trials run once per kind of
+product, and the whole call runs where no cut is kept. Compared as bit patterns.
+
+The oracle is ``np.dot`` of the same operands on one BLAS thread: what the kernel computed
+before products were cut.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from stablehlo_conform import load
+from stablehlo_conform.engine import Engine
+from stablehlo_conform.harness.programs.recipe import build_inputs, read_recipe
+from stablehlo_conform.kernels import _parallel, _split_gemm, linalg
+from stablehlo_conform.kernels._blas_threads import one_blas_thread
+from test_engine import _outputs
+
+ZOO = Path(__file__).resolve().parents[1] / "testsuite" / "models"
+
+# (m, k, n, layout of the right operand): 2-D products of the zoo's models that are cut on
+# an AVX-512 machine (vit_b16, whisper_tiny, bert_base, llama_*, mmdit_small, t5_small,
+# gpt2_small) and some that are not
+SHAPES = [
+    (197, 768, 768, "C"), (197, 768, 3072, "C"), (197, 3072, 768, "C"),
+    (750, 384, 384, "F"), (750, 384, 1536, "F"), (750, 1536, 384, "F"),
+    (128, 768, 3072, "F"), (128, 3072, 768, "F"),
+    (64, 512, 1408, "C"), (64, 1408, 512, "C"), (64, 512, 512, "C"),
+    (256, 384, 384, "C"), (256, 1536, 384, "C"), (64, 2048, 512, "F"),
+    (64, 768, 2304, "C"), (256, 256, 256, "C"),
+]
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Two threads, a fresh record of kept cuts and of paying, for the test."""
+    before = _parallel.threads()
+    _parallel.set_threads(2)
+    monkeypatch.setattr(_split_gemm, "_kinds", {})
+    monkeypatch.setattr(_split_gemm, "_PAYING", [0, _parallel.BACK_OFF])
+    yield
+    _parallel.set_threads(before)
+
+
+def _bits(x: np.ndarray) -> bytes:
+    x = np.ascontiguousarray(x)
+    return x.dtype.str.encode() + repr(x.shape).encode() + x.view(np.uint8).tobytes()
+
+
+def _operands(m, k, n, layout, rng, dtype=np.float32, specials=True):
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n) if layout == "C" else (n, k)).astype(dtype)
+    if specials:
+        info = ml_dtypes.finfo(dtype)
+        vals = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, info.smallest_subnormal, info.tiny], dtype)
+        for x in (a, b):
+            flat = x.reshape(-1)
+            flat[rng.integers(0, flat.size, 8)] = rng.choice(vals, 8)
+    return a, (b if layout == "C" else b.T)
+
+
+@pytest.mark.parametrize("m,k,n,layout", SHAPES)
+def test_a_kept_cut_gives_the_whole_calls_bits(two_threads, m, k, n, layout):
+    rng = np.random.default_rng(m * 7 + n)
+    with one_blas_thread(), np.errstate(all="ignore"):
+        for trial in range(3):  # the first call tries the cuts; the later ones use the kept one
+            a, b = _operands(m, k, n, layout, rng, specials=trial > 0)
+            whole = np.dot(a, b)
+            cut = _split_gemm.split_product(a, b)
+            assert cut is None or _bits(cut) == _bits(whole)
+            # the product through the kernel's own function, whichever path it takes
+            assert _bits(linalg._blas(a, b)) == _bits(whole)
+    assert len(_split_gemm._kinds) == 1
+
+
+def test_some_zoo_products_are_cut(two_threads, monkeypatch):
+    """Some cut of the zoo's products gives the whole call's bits (else the module would be dead
+    weight); which ones depends on the library and the CPU, so only that some do. Timing is
+    left out here (every cut giving the bits is kept)."""
+    monkeypatch.setattr(_split_gemm, "FASTER", float("inf"))
+    rng = np.random.default_rng(0)
+    cut = 0
+    with one_blas_thread():
+        for m, k, n, layout in SHAPES[:6]:
+            a, b = _operands(m, k, n, layout, rng, specials=False)
+            cut += _split_gemm.split_product(a, b) is not None
+    if not cut:
+        pytest.skip("no cut of the zoo's products gives the whole call's bits on this machine's BLAS")
+    assert cut >= 1
+
+
+def test_a_cut_differing_in_one_bit_is_not_kept(two_threads, monkeypatch):
+    real = _split_gemm._run
+
+    def off_by_one_ulp(a, b, cut):
+        out = real(a, b, cut)
+        out.reshape(-1)[-1] = np.nextafter(out.reshape(-1)[-1], np.inf)
+        return out
+
+    monkeypatch.setattr(_split_gemm, "_run", off_by_one_ulp)
+    a, b = _operands(197, 768, 768, "C", np.random.default_rng(1), specials=False)
+    with one_blas_thread():
+        assert _split_gemm.split_product(a, b) is None
+    assert list(_split_gemm._kinds.values()) == [None]
+
+
+def test_trials_run_once_per_kind_of_product(two_threads, monkeypatch):
+    tried = []
+    real = _split_gemm._kept
+    monkeypatch.setattr(_split_gemm, "_kept", lambda *args: tried.append(args[2]) or real(*args))
+    rng = np.random.default_rng(2)
+    with one_blas_thread():
+        for _ in range(3):
+            _split_gemm.split_product(*_operands(197, 768, 768, "C", rng, specials=False))
+            _split_gemm.split_product(*_operands(197, 768, 768, "F", rng, specials=False))
+    assert len(tried) == 2
+    assert {kind[4] for kind in tried} == {"C", "F"}
+
+
+def test_exact_products_are_cut_without_a_trial(two_threads, monkeypatch):
+    monkeypatch.setattr(_split_gemm, "_kept", lambda *args: pytest.fail("an exact product was tried"))
+    rng = np.random.default_rng(3)
+    a = rng.integers(-127, 128, (64, 768)).astype(np.float32)
+    b = rng.integers(-127, 128, (768, 2304)).astype(np.float32)
+    with one_blas_thread():
+        cut = _split_gemm.split_product(a, b, exact=True)
+    assert cut is not None
+    assert _bits(cut) == _bits(np.dot(a, b))
+
+
+@pytest.mark.parametrize("case", ["one thread", "small", "short contraction", "strided", "f16", "inside a piece"])
+def test_the_whole_call_runs_where_no_cut_may_be_used(two_threads, case):
+    rng = np.random.default_rng(4)
+    a, b = _operands(197, 768, 768, "C", rng, specials=False)
+    if case == "one thread":
+        _parallel.set_threads(1)
+    elif case == "small":
+        a, b = a[:16, :64], b[:64, :64].copy()
+    elif case == "short contraction":
+        a, b = np.ascontiguousarray(a[:, :32]), np.ascontiguousarray(np.tile(b[:32], (1, 40)))
+    elif case == "strided":
+        a = a[:, ::2]
+        b = b[::2]
+    elif case == "f16":
+        a, b = a.astype(np.float16), b.astype(np.float16)
+    with one_blas_thread():
+        if case == "inside a piece":
+            res = _parallel.run([lambda: _split_gemm.split_product(a, b), lambda: None])[0]
+        else:
+            res = _split_gemm.split_product(a, b)
+    assert res is None
+    assert _split_gemm._kinds == {}
+
+
+@pytest.mark.parametrize("m,k,n,layout", [(197, 768, 768, "C"), (128, 768, 3072, "F"), (64, 512, 1408, "C")])
+def test_the_address_of_an_operand_does_not_change_a_product(m, k, n, layout):
+    """A product's kind leaves out the operands' addresses: OpenBLAS copies both operands into
+    its own packed buffers before its kernels read them. Checked here on every offset of 4 to 60
+    bytes from a 64-byte boundary of either operand."""
+    rng = np.random.default_rng(5)
+    a, b = _operands(m, k, n, layout, rng, specials=False)
+
+    def at(x, offset):
+        buf = np.empty(x.size + 16, x.dtype)
+        start = ((offset - buf.ctypes.data) % 64) // x.itemsize
+        flat = buf[start:start + x.size]
+        if x.flags.c_contiguous:
+            y = flat.reshape(x.shape)
+        else:
+            y = flat.reshape(x.shape[::-1]).T
+        y[...] = x
+        return y
+
+    with one_blas_thread():
+        whole = _bits(np.dot(a, b))
+        for off in range(4, 64, 12):
+            assert _bits(np.dot(at(a, off), b)) == whole
+            assert _bits(np.dot(a, at(b, 64 - off))) == whole
+
+
+@pytest.mark.parametrize("name", ["llama_f32", "mmdit_small"])
+def test_a_zoo_model_gives_its_one_thread_bits_with_cut_products(two_threads, name):
+    recipe = read_recipe(ZOO / f"{name}.recipe.json")
+    (mod,) = load(str(recipe.program_path))
+    args = tuple(build_inputs(recipe))
+    _parallel.set_threads(1)
+    expect = _outputs(Engine(mod), "main", args)
+    _parallel.set_threads(2)
+    for _ in range(3):
+        assert _outputs(Engine(mod), "main", args) == expect
+    assert _split_gemm._kinds, "no product of the model was tried"
