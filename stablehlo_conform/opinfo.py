@@ -45,7 +45,10 @@ class FastPath(NamedTuple):
     engine copies it unless every reader takes ``views``). ``scalar``: a Python expression
     over ``{0}``, ``{1}``, ... computing the same on rank-0 operands (NumPy scalars or 0-d
     arrays), for a rank-0 result. ``fresh``: the result is a new array that no other value
-    shares memory with (an element-wise ufunc may then write into it once it is dead)."""
+    shares memory with (an element-wise ufunc may then write into it once it is dead).
+    ``split_min``: for an element-wise op, the fewest result elements from which the engine
+    computes it in blocks on several threads, where fewer than the engine's own bound (a fast
+    path costing many passes over memory per element pays for threads on smaller results)."""
 
     call: Callable[..., Any]
     views: bool = False
@@ -54,6 +57,7 @@ class FastPath(NamedTuple):
     scalar: str | None = None
     scalars: bool = False
     fresh: bool = False
+    split_min: int | None = None
 
 # accuracy classes of a float result (spec.md leaves the accuracy of most float ops to the
 # implementation; see oracle/classes.py)

@@ -366,6 +366,42 @@ func.func @main(%x: {_t(shape, "f32")}) -> {_t(shape, "f32")} {{
     assert plan.fast and not plan.split
 
 
+def test_a_correctly_rounded_transcendental_is_split_from_a_million_elements():
+    """``exponential`` and ``tanh`` (about 1.5 ns an element, float_math.SPLIT_MIN) are computed
+    in blocks on threads from 2**20 elements, where a ufunc (``add``) waits for 2**22."""
+    from stablehlo_conform.kernels import float_math
+    shape = (1024, float_math.SPLIT_MIN // 1024)
+    t = _t(shape, "f32")
+    text = f"""
+func.func @main(%x: {t}) -> {t} {{
+  %0 = stablehlo.exponential %x : {t}
+  %1 = stablehlo.tanh %0 : {t}
+  %2 = stablehlo.add %1, %x : {t}
+  return %2 : {t}
+}}
+"""
+    (mod,) = frontend.load_text(text)
+    steps = Engine(mod)._steps(mod.funcs["main"].body.blocks[0])
+    plan = codegen._Plan(mod.funcs["main"].body, 0, steps, False, load_all(), Engine(mod)._steps)
+    split = {op.name for op in mod.funcs["main"].body.blocks[0].ops if id(op) in plan.split}
+    assert split == {"stablehlo.exponential", "stablehlo.tanh"}
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    stepwise = Engine(mod)
+    stepwise.generate_blocks = False
+    expect = _raw(stepwise.call("main", (x,))[0])
+    before = _parallel.threads()
+    _parallel.set_threads(2)
+    try:
+        for _ in range(12):  # until the block is generated
+            eng = Engine(mod)
+            assert _raw(eng.call("main", (x,))[0]) == expect
+            if eng._runners:
+                break
+        assert eng._runners
+    finally:
+        _parallel.set_threads(before)
+
+
 @pytest.mark.parametrize("name", ["logistic", "cosine", "exponential", "tanh"])
 def test_every_f16_on_threads_the_oracle_near_midpoints_included(small_blocks, name):
     """All 2**16 f16 patterns, four times over (so blocks on several threads reach the exact

@@ -39,11 +39,10 @@ SHAPES = [
 
 @pytest.fixture
 def two_threads(monkeypatch):
-    """Two threads, a fresh record of kept cuts and of paying, for the test."""
+    """Two threads and a fresh record of kept cuts, for the test."""
     before = _parallel.threads()
     _parallel.set_threads(2)
     monkeypatch.setattr(_split_gemm, "_kinds", {})
-    monkeypatch.setattr(_split_gemm, "_PAYING", [0, _parallel.BACK_OFF])
     yield
     _parallel.set_threads(before)
 
@@ -184,6 +183,17 @@ def test_the_address_of_an_operand_does_not_change_a_product(m, k, n, layout):
             assert _bits(np.dot(a, at(b, 64 - off))) == whole
 
 
+@pytest.mark.parametrize("m,k,n", [(196, 2304, 256), (49, 4608, 512), (3136, 64, 256)])
+def test_a_product_written_into_an_array_of_the_caller_has_the_same_bits(m, k, n):
+    """A convolution's block product writes into its rows of the result (``np.dot(..., out=)``);
+    the trials compare cuts with the call making its own array: the two are the same call."""
+    a, b = _operands(m, k, n, "F", np.random.default_rng(6), specials=False)
+    out = np.empty((m + 3, n), np.float32)[3:]
+    with one_blas_thread():
+        np.dot(a, b, out=out)
+        assert _bits(out) == _bits(np.dot(a, b))
+
+
 @pytest.mark.parametrize("name", ["llama_f32", "mmdit_small"])
 def test_a_zoo_model_gives_its_one_thread_bits_with_cut_products(two_threads, name):
     recipe = read_recipe(ZOO / f"{name}.recipe.json")
@@ -195,3 +205,31 @@ def test_a_zoo_model_gives_its_one_thread_bits_with_cut_products(two_threads, na
     for _ in range(3):
         assert _outputs(Engine(mod), "main", args) == expect
     assert _split_gemm._kinds, "no product of the model was tried"
+
+
+NHWC = dict(input_batch_dimension=0, input_feature_dimension=3, input_spatial_dimensions=(1, 2),
+            kernel_input_feature_dimension=2, kernel_output_feature_dimension=3, kernel_spatial_dimensions=(0, 1),
+            output_batch_dimension=0, output_feature_dimension=3, output_spatial_dimensions=(1, 2))
+
+
+@pytest.mark.parametrize("hw,cin,cout,k", [(7, 512, 512, 3), (14, 256, 256, 3), (14, 1024, 256, 1), (28, 256, 512, 1)])
+def test_a_convolution_of_one_block_gives_its_one_thread_bits(two_threads, hw, cin, cout, k):
+    """resnet50's convolutions whose im2col product is one block (``linalg._one_block``): cut
+    where a cut gives the call's bits, else one call; either way the one-thread bits."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(hw * cin + k)
+    x, _ = _operands(hw * hw, cin, 1, "C", rng)
+    x = x.reshape(1, hw, hw, cin)
+    w = rng.standard_normal((k, k, cin, cout)).astype(np.float32)
+    pad = ((k // 2, k // 2), (k // 2, k // 2))
+
+    def conv():
+        with one_blas_thread(), np.errstate(all="ignore"):
+            return linalg.convolution_arrays(x, w, strides=(1, 1), pad=pad, lhs_dil=None, rhs_dil=None, reversal=None,
+                                             dn=SimpleNamespace(**NHWC), fgc=1, bgc=1, out_dtype=x.dtype)
+    _parallel.set_threads(1)
+    expect = _bits(conv())
+    _parallel.set_threads(2)
+    for _ in range(2):
+        assert _bits(conv()) == expect
+    assert _split_gemm._kinds, "the convolution's product was not tried"

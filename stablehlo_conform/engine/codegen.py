@@ -247,7 +247,8 @@ class _Plan:
         the fast paths of element-wise ops (a ufunc, ``out``, or the fast path of an op of
         :data:`ELEMENTWISE`) whose operands all have the result's shape, on results of at least
         :data:`SPLIT_MIN_UFUNC` (ufuncs: a pass over memory) or :data:`SPLIT_MIN` elements
-        (the others compute in a wider type, through tables or the kernel's own function)."""
+        (the others compute in a wider type, through tables or the kernel's own function), or the
+        fast path's own ``split_min`` where smaller (the correctly rounded transcendentals)."""
         out: dict[int, Callable] = {}
         for _, _, (op, *_rest) in self._all_steps():
             fp = self.fast.get(id(op))
@@ -255,7 +256,9 @@ class _Plan:
                 continue
             ty = op.result_types[0]
             shape = tuple(ty.shape)
-            if (ty.num_elements() or 0) < (SPLIT_MIN_UFUNC if fp.out else SPLIT_MIN) or any(
+            least = SPLIT_MIN_UFUNC if fp.out else SPLIT_MIN
+            least = min(least, fp.split_min or least)
+            if (ty.num_elements() or 0) < least or any(
                     not isinstance(t, T.TensorType) or tuple(t.shape) != shape for t in op.operand_types):
                 continue
             out[id(op)] = _in_pieces(fp, shape, ty.dtype)

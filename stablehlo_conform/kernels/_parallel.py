@@ -128,14 +128,14 @@ def _piece(fn: Callable[[], object], context: contextvars.Context | None = None)
         _local.inside = False
 
 
-def run(pieces: Sequence[Callable[[], object]], state: list | None = None) -> list:
+def run(pieces: Sequence[Callable[[], object]], state: list | None = None, record: bool = True) -> list:
     """Each of ``pieces`` called once, at most :func:`threads` at a time (the caller and the
     pool's threads each take the next piece not yet taken, so any number of pieces keeps
     them all busy); their results in order. Where pieces raise, the exception of the first
     of them (in order, as one after the other would) is raised once every piece has ended.
     A piece that itself calls :func:`run` runs its own pieces one after the other.
     ``state``: where the run's speedup is recorded for :func:`paying` (its default, or
-    :data:`PRODUCTS`)."""
+    :data:`PRODUCTS`); ``record=False``: nowhere (a caller that does not ask :func:`paying`)."""
     n = min(_threads, len(pieces))
     if n <= 1 or getattr(_local, "inside", False):
         return [p() for p in pieces]
@@ -188,7 +188,7 @@ def run(pieces: Sequence[Callable[[], object]], state: list | None = None) -> li
         for _ in range(helpers[1]):
             done.acquire()
     wall = time.perf_counter() - start
-    if wall >= MEASURED_S:
+    if record and wall >= MEASURED_S:
         _measured(sum(busy) / wall, state)
     if stop:
         raise stop[0]

@@ -3,27 +3,30 @@
 The engine's float product is one BLAS call (``np.dot``) on one BLAS thread (see
 ``_blas_threads``). OpenBLAS picks its kernels and its blocking by shape, so a block of rows or
 columns of the result computed by a call of its own can round differently from the same block
-of the whole call (``docs/benchmarks.md``): on this library the column halves of a
-``(1500, 384) @ (384, 384)`` product give the whole call's bits and its row halves do not, and
-for ``(197, 768) @ (768, 768)`` the other way round. So a product is cut into pieces only
-where this process has *seen* the cut give the whole call's bits (:func:`split_product`):
+of the whole call (``docs/benchmarks.md``): on an AVX-512 machine the column halves of a
+``(750, 384) @ (384, 384)`` product give the whole call's bits and its row halves at 368 do
+not, and for ``(197, 768) @ (768, 768)`` rows at 96 do and columns at 384 do not. So a product
+is cut into pieces only where this process has *seen* the cut give the whole call's bits
+(:func:`split_product`):
 
 - the first time a product of one kind is met (the shapes, the element type, each operand's
-  layout, C or Fortran order, and its address modulo 64), the cuts are tried, in the order of
-  :func:`_cuts`, on operands of that kind filled with pseudo-random values of full
-  significands in [-1, 1) (sums whose every rounding depends on the order of the additions);
-  the first whose every bit equals the whole call's is kept for that kind, or none is;
-- a BLAS call is a data-oblivious sequence of roundings fixed by its arguments (shapes,
-  layouts, addresses, thread count), so the values the trial gives show what the same cut gives
-  on any values; only products of at least :data:`MIN_K` terms and pieces of at least
-  :data:`MIN_PIECE` rows or columns are cut, where a different order of additions shows on
-  random values in thousands of elements at once;
+  layout, C or Fortran order, and the thread count), the cuts of :func:`_cuts` are tried on
+  operands of that kind filled with pseudo-random values of full significands in [-1, 1)
+  (sums whose roundings depend on the order of the additions); the first whose every bit
+  equals the whole call's is kept for that kind if it took at most :data:`FASTER` of the
+  whole call's time, else none is;
+- a BLAS call is a data-oblivious sequence of roundings fixed by its arguments: the shapes,
+  the layouts, the thread count. The operands' addresses are not among them (OpenBLAS copies
+  both operands into packed buffers of its own first; ``tests/test_split_gemm.py`` checks
+  every 4-byte offset), so the trial shows what the same cut gives on any values. Only
+  products of at least :data:`MIN_K` terms and pieces of at least :data:`MIN_PIECE` rows or
+  columns are cut: a different order of additions then shows in thousands of elements at once;
 - products that are exact (integers held in floats, see ``linalg._int_matmul``: every partial
   sum is an integer the float holds) have one value in any order and are cut without a trial.
 
 The pieces run at once on :func:`._parallel.threads` threads, each one BLAS call on one BLAS
-thread (:func:`._parallel.run`); while threads do not pay (the other cores busy), and inside
-another op's piece, the whole call runs.
+thread (:func:`._parallel.run`: a helper thread slow to start leaves its piece to the caller);
+inside another op's piece (the engine's groups of independent products) the whole call runs.
 """
 
 from __future__ import annotations
@@ -35,16 +38,15 @@ import numpy as np
 
 from . import _parallel
 
-MIN_MACS = 1 << 24  # the least product (multiply-adds) cut: about 0.2 ms of one f32 BLAS call; the hand-off to another thread costs tens of microseconds
+# the least product (multiply-adds) cut: about 0.2 ms of one f32 BLAS call; handing a piece to
+# another thread costs tens of microseconds
+MIN_MACS = 1 << 24
 MIN_K = 64  # the shortest contraction cut (see the module docstring)
 MIN_PIECE = 16  # the fewest rows or columns of one piece
 POOL = 1_000_003  # trial values: this many, repeated
 MOST_TRIED = 1 << 22  # the most elements of both operands of a product tried (larger ones stay one call)
 FASTER = 0.85  # the most time a cut may take, as a part of the whole call's, to be kept
 
-# whether cutting products paid the last time (see _parallel.paying): kept apart from the
-# engine's groups of whole products, which pay on the same cores where small cuts do not
-_PAYING = [0, _parallel.BACK_OFF]
 _kinds: dict[tuple, tuple | None] = {}  # kind -> the cut kept for it (or None: one call)
 _lock = threading.Lock()
 _pool: dict[np.dtype, np.ndarray] = {}
@@ -90,9 +92,9 @@ def _run(a: np.ndarray, b: np.ndarray, cut: tuple) -> np.ndarray:
         def piece(r0: int, r1: int) -> None:
             np.dot(a[r0:r1], b, out=out[r0:r1])
 
-        _parallel.run([lambda r=r: piece(*r) for r in ranges], _PAYING)
+        _parallel.run([lambda r=r: piece(*r) for r in ranges], record=False)
         return out
-    parts = _parallel.run([lambda r=r: np.dot(a, b[:, r[0]:r[1]]) for r in ranges], _PAYING)
+    parts = _parallel.run([lambda r=r: np.dot(a, b[:, r[0]:r[1]]) for r in ranges], record=False)
     return np.concatenate(parts, axis=1)
 
 
@@ -142,8 +144,6 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
         return None
     (m, k), n = a.shape, b.shape[1]
     if (k < MIN_K and not exact) or m * k * n < MIN_MACS:
-        return None
-    if not _parallel.paying(_PAYING):
         return None
     cuts = _cuts(m, n, _parallel.threads())
     if not cuts:

@@ -503,7 +503,9 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
     :func:`_parallel.threads` workers (:func:`_gemm_blocks`, with its own buffer) takes
     the next block when it is free, gathers it and runs its GEMM (one BLAS thread each),
     so each block is the same call on the same rows as one after the other, and the
-    result is the same bit for bit (``tests/test_fast_products.py``).
+    result is the same bit for bit (``tests/test_fast_products.py``). A convolution of one
+    block (a small output) multiplies it in pieces where a cut gives that call's bits
+    (:func:`_one_block`).
     """
     kc = w2.shape[1]
     O = w2.shape[0]
@@ -537,11 +539,29 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
             r0 += (b - a) * inner
     wt = c_order_copy(w2).T  # K*C, O (the layout of the single product)
     take = _taker(blocks)
+    if len(blocks) == 1:
+        with one_blas_thread():
+            _one_block(v[take()[0]], wt, out)
+        return out
     most = max(b - a for a, b in bounds) * inner
     workers = min(_parallel.threads(), len(blocks))
     with one_blas_thread():
         _parallel.run([lambda: _gemm_blocks(v, wt, out, most, take)] * workers)
     return out
+
+
+def _one_block(blk: np.ndarray, wt: np.ndarray, out: np.ndarray) -> None:
+    """The GEMM of a convolution of one block (:func:`_conv_gemm_blocked`): the block gathered,
+    and multiplied by one ``np.dot`` into ``out``, or in pieces on several threads where they
+    give that call's bits (:func:`._split_gemm.split_product`; ``np.dot`` writes the same
+    values into ``out`` as into an array of its own)."""
+    dst = np.empty((out.shape[0], wt.shape[0]), dtype=wt.dtype)
+    np.copyto(dst.reshape(blk.shape), blk)
+    split = split_product(dst, wt)
+    if split is None:
+        np.dot(dst, wt, out=out)
+    else:
+        out[...] = split
 
 
 def _taker(items: list):
