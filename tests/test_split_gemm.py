@@ -122,6 +122,18 @@ def test_trials_run_once_per_kind_of_product(two_threads, monkeypatch):
     assert {kind[4] for kind in tried} == {"C", "F"}
 
 
+def test_a_trial_without_the_memory_for_its_operands_leaves_the_whole_call(two_threads, monkeypatch):
+    def no_memory(x, layout):
+        raise MemoryError()
+
+    monkeypatch.setattr(_split_gemm, "_like", no_memory)
+    a, b = _operands(197, 768, 768, "C", np.random.default_rng(7), specials=False)
+    with one_blas_thread():
+        assert _split_gemm.split_product(a, b) is None
+        assert _bits(linalg._blas(a, b)) == _bits(np.dot(a, b))
+    assert _split_gemm._kinds == {}  # tried again where memory allows
+
+
 def test_exact_products_are_cut_without_a_trial(two_threads, monkeypatch):
     monkeypatch.setattr(_split_gemm, "_kept", lambda *args: pytest.fail("an exact product was tried"))
     rng = np.random.default_rng(3)

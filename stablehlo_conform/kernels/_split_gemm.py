@@ -157,7 +157,10 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
     try:
         cut = _kinds[kind]
     except KeyError:
-        cut = _kept(a, b, kind, cuts)
+        try:
+            cut = _kept(a, b, kind, cuts)
+        except MemoryError:  # the trial's operands do not fit the run's memory budget: one call
+            return None
         with _lock:
             _kinds[kind] = cut
     return None if cut is None else _run(a, b, cut)
