@@ -75,7 +75,7 @@ def test_a_kept_cut_gives_the_whole_calls_bits(two_threads, m, k, n, layout):
             assert cut is None or _bits(cut) == _bits(whole)
             # the product through the kernel's own function, whichever path it takes
             assert _bits(linalg._blas(a, b)) == _bits(whole)
-    assert len(_split_gemm._kinds) == 1
+    assert len(_split_gemm._kinds) == (m * k * n >= _split_gemm.MIN_MACS)  # tried once, where large enough
 
 
 def test_some_zoo_products_are_cut(two_threads, monkeypatch):
@@ -134,15 +134,19 @@ def test_a_trial_without_the_memory_for_its_operands_leaves_the_whole_call(two_t
     assert _split_gemm._kinds == {}  # tried again where memory allows
 
 
-def test_exact_products_are_cut_without_a_trial(two_threads, monkeypatch):
-    monkeypatch.setattr(_split_gemm, "_kept", lambda *args: pytest.fail("an exact product was tried"))
+def test_exact_products_are_cut_without_comparing_bits(two_threads, monkeypatch):
+    """An exact product's trial only times the most even cut (no trial operands are made)."""
+    monkeypatch.setattr(_split_gemm, "_like", lambda *args: pytest.fail("an exact product's bits were tried"))
+    monkeypatch.setattr(_split_gemm, "FASTER", float("inf"))
     rng = np.random.default_rng(3)
     a = rng.integers(-127, 128, (64, 768)).astype(np.float32)
     b = rng.integers(-127, 128, (768, 2304)).astype(np.float32)
     with one_blas_thread():
-        cut = _split_gemm.split_product(a, b, exact=True)
-    assert cut is not None
-    assert _bits(cut) == _bits(np.dot(a, b))
+        for _ in range(2):
+            cut = _split_gemm.split_product(a, b, exact=True)
+            assert cut is not None
+            assert _bits(cut) == _bits(np.dot(a, b))
+    assert len(_split_gemm._kinds) == 1
 
 
 @pytest.mark.parametrize("case", ["one thread", "small", "short contraction", "strided", "f16", "inside a piece"])
@@ -206,7 +210,7 @@ def test_a_product_written_into_an_array_of_the_caller_has_the_same_bits(m, k, n
         assert _bits(out) == _bits(np.dot(a, b))
 
 
-@pytest.mark.parametrize("name", ["llama_f32", "mmdit_small"])
+@pytest.mark.parametrize("name", ["whisper_tiny", "mmdit_small"])
 def test_a_zoo_model_gives_its_one_thread_bits_with_cut_products(two_threads, name):
     recipe = read_recipe(ZOO / f"{name}.recipe.json")
     (mod,) = load(str(recipe.program_path))
@@ -224,7 +228,7 @@ NHWC = dict(input_batch_dimension=0, input_feature_dimension=3, input_spatial_di
             output_batch_dimension=0, output_feature_dimension=3, output_spatial_dimensions=(1, 2))
 
 
-@pytest.mark.parametrize("hw,cin,cout,k", [(7, 512, 512, 3), (14, 256, 256, 3), (14, 1024, 256, 1), (28, 256, 512, 1)])
+@pytest.mark.parametrize("hw,cin,cout,k", [(7, 512, 512, 3), (14, 256, 256, 3), (14, 512, 1024, 1), (28, 256, 512, 1)])
 def test_a_convolution_of_one_block_gives_its_one_thread_bits(two_threads, hw, cin, cout, k):
     """resnet50's convolutions whose im2col product is one block (``linalg._one_block``): cut
     where a cut gives the call's bits, else one call; either way the one-thread bits."""

@@ -22,7 +22,8 @@ is cut into pieces only where this process has *seen* the cut give the whole cal
   products of at least :data:`MIN_K` terms and pieces of at least :data:`MIN_PIECE` rows or
   columns are cut: a different order of additions then shows in thousands of elements at once;
 - products that are exact (integers held in floats, see ``linalg._int_matmul``: every partial
-  sum is an integer the float holds) have one value in any order and are cut without a trial.
+  sum is an integer the float holds) have one value in any order: their trial only times the
+  most even cut against the whole call, on the operands themselves.
 
 The pieces run at once on :func:`._parallel.threads` threads, each one BLAS call on one BLAS
 thread (:func:`._parallel.run`: a helper thread slow to start leaves its piece to the caller);
@@ -38,9 +39,9 @@ import numpy as np
 
 from . import _parallel
 
-# the least product (multiply-adds) cut: about 0.2 ms of one f32 BLAS call; handing a piece to
-# another thread costs tens of microseconds
-MIN_MACS = 1 << 24
+# the least product (multiply-adds) cut: about 0.8 ms of one f32 BLAS call (handing a piece to
+# another thread costs up to 0.1 ms: smaller cuts measured slower on 2 cores, 128x512x512 among them)
+MIN_MACS = 1 << 26
 MIN_K = 64  # the shortest contraction cut (see the module docstring)
 MIN_PIECE = 16  # the fewest rows or columns of one piece
 POOL = 1_000_003  # trial values: this many, repeated
@@ -109,10 +110,14 @@ def _like(x: np.ndarray, layout: str) -> np.ndarray:
     return flat.reshape(x.shape) if layout == "C" else flat.reshape(x.shape[::-1]).T
 
 
-def _kept(a: np.ndarray, b: np.ndarray, kind: tuple, cuts: list) -> tuple | None:
+def _kept(a: np.ndarray, b: np.ndarray, kind: tuple, cuts: list, exact: bool) -> tuple | None:
     """The first of ``cuts`` giving the whole call's bits on trial operands of ``kind`` in
     at most :data:`FASTER` of its time (a product bound by memory gains nothing from a
-    second core sharing it)."""
+    second core sharing it). ``exact``: every cut gives the whole call's bits (the first is
+    timed on the operands themselves)."""
+    if exact:
+        (_, took), (_, cut_took) = _timed(lambda: np.dot(a, b)), _timed(lambda: _run(a, b, cuts[0]))
+        return cuts[0] if cut_took <= FASTER * took else None
     ta, tb = _like(a, kind[3]), _like(b, kind[4])
     whole, took = _timed(lambda: np.dot(ta, tb))
     bits = whole.view(np.uint8)
@@ -124,10 +129,14 @@ def _kept(a: np.ndarray, b: np.ndarray, kind: tuple, cuts: list) -> tuple | None
 
 
 def _timed(call) -> tuple:
-    """``call()``'s result and its wall time."""
-    start = time.perf_counter()
-    out = call()
-    return out, time.perf_counter() - start
+    """``call()``'s result and the shorter wall time of two calls (the first pays for its
+    result's fresh pages)."""
+    took = []
+    for _ in range(2):
+        start = time.perf_counter()
+        out = call()
+        took.append(time.perf_counter() - start)
+    return out, min(took)
 
 
 def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray | None:
@@ -144,17 +153,15 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
     cuts = _cuts(m, n, _parallel.threads())
     if not cuts:
         return None
-    if exact:
-        return _run(a, b, cuts[0])
     la, lb = _layout(a), _layout(b)
-    if la is None or lb is None or a.size + b.size > MOST_TRIED:
+    if not exact and (la is None or lb is None or a.size + b.size > MOST_TRIED):
         return None
-    kind = (a.shape, b.shape, a.dtype, la, lb, _parallel.threads())
+    kind = (a.shape, b.shape, a.dtype, la, lb, _parallel.threads(), exact)
     try:
         cut = _kinds[kind]
     except KeyError:
         try:
-            cut = _kept(a, b, kind, cuts)
+            cut = _kept(a, b, kind, cuts, exact)
         except MemoryError:  # the trial's operands do not fit the run's memory budget: one call
             return None
         with _lock:
