@@ -22,8 +22,9 @@ is cut into pieces only where this process has *seen* the cut give the whole cal
   products of at least :data:`MIN_K` terms and pieces of at least :data:`MIN_PIECE` rows or
   columns are cut: a different order of additions then shows in thousands of elements at once;
 - products that are exact (integers held in floats, see ``linalg._int_matmul``: every partial
-  sum is an integer the float holds) have one value in any order: their trial only times the
-  most even cut against the whole call, on the operands themselves.
+  sum is an integer the float holds) have one value in any order: they are cut in even pieces
+  (:func:`_even_cuts`), and their trial only times the cut against the whole call, on the
+  operands themselves.
 
 The pieces run at once on :func:`._parallel.threads` threads, each one BLAS call on one BLAS
 thread (:func:`._parallel.run`: a helper thread slow to start leaves its piece to the caller);
@@ -83,6 +84,14 @@ def _cuts(m: int, n: int, parts: int) -> list[tuple[str, tuple]]:
         if len(ranges) >= 2 and all(b - a >= MIN_PIECE for a, b in ranges):
             found.setdefault((axis, ranges), max(b - a for a, b in ranges) / size)
     return sorted(found, key=found.get)[:MAX_TRIALS]
+
+
+def _even_cuts(m: int, n: int, parts: int) -> list[tuple[str, tuple]]:
+    """An exact product's cut (any cut gives its bits): rows, or columns where the result has
+    fewer than ``parts`` times :data:`MIN_PIECE` rows, in ``parts`` pieces of about equal size."""
+    axis, size = ("rows", m) if m >= parts * MIN_PIECE else ("cols", n)
+    ranges = tuple(_parallel.spans(size, parts, MIN_PIECE))
+    return [(axis, ranges)] if len(ranges) >= 2 else []
 
 
 def _run(a: np.ndarray, b: np.ndarray, cut: tuple) -> np.ndarray:
@@ -150,7 +159,7 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
     (m, k), n = a.shape, b.shape[1]
     if (k < MIN_K and not exact) or m * k * n < MIN_MACS:
         return None
-    cuts = _cuts(m, n, _parallel.threads())
+    cuts = _even_cuts(m, n, _parallel.threads()) if exact else _cuts(m, n, _parallel.threads())
     if not cuts:
         return None
     la, lb = _layout(a), _layout(b)
