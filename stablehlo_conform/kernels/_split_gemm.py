@@ -159,18 +159,17 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
     (m, k), n = a.shape, b.shape[1]
     if (k < MIN_K and not exact) or m * k * n < MIN_MACS:
         return None
-    cuts = _even_cuts(m, n, _parallel.threads()) if exact else _cuts(m, n, _parallel.threads())
-    if not cuts:
-        return None
     la, lb = _layout(a), _layout(b)
     if not exact and (la is None or lb is None or a.size + b.size > MOST_TRIED):
         return None
-    kind = (a.shape, b.shape, a.dtype, la, lb, _parallel.threads(), exact)
+    parts = _parallel.threads()
+    kind = (a.shape, b.shape, a.dtype, la, lb, parts, exact)
     try:
         cut = _kinds[kind]
     except KeyError:
+        cuts = _even_cuts(m, n, parts) if exact else _cuts(m, n, parts)
         try:
-            cut = _kept(a, b, kind, cuts, exact)
+            cut = _kept(a, b, kind, cuts, exact) if cuts else None
         except MemoryError:  # the trial's operands do not fit the run's memory budget: one call
             return None
         with _lock:
