@@ -6,7 +6,9 @@ row blocks of a convolution's im2col product, the batch entries of a batched pro
 piece is exactly the computation the single-threaded code does for that part (the same NumPy
 call on the same operands: the same BLAS call on one BLAS thread, the same ufunc loop), so
 the result is the same bit for bit whatever the number of threads; only the order in which
-pieces run changes. NumPy releases the GIL inside ufunc loops and BLAS calls, so the pieces run
+pieces run changes. One kind of piece is not the single-threaded code's own call: the row or
+column blocks of a cut product (``_split_gemm``), used only where a trial showed them giving the
+whole call's bits. NumPy releases the GIL inside ufunc loops and BLAS calls, so the pieces run
 at once.
 
 The number of threads (:func:`threads`) is the number of cores this process may use

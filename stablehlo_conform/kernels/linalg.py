@@ -12,7 +12,9 @@ blocks, one GEMM per block (see ``_conv_gemm_blocked``). Independent pieces of
 one product (those blocks, the groups of a grouped convolution, the batch entries
 of a batched float product) run on the process's cores (``_parallel``), each the
 same call as on one thread, so the bits do not depend on the thread count
-(``tests/test_fast_products.py``). Floating-point inputs
+(``tests/test_fast_products.py``); a large 2-D product (and a convolution of one
+block) runs as row or column blocks on those cores only where a trial showed that
+cut giving the whole call's bits (``_split_gemm``). Floating-point inputs
 narrower than f32 (f16, bf16, f8, ...) are computed in f32 and rounded once
 into the result type. Integer products are exact: they run in f32 (whole, or
 in contraction chunks added in int64) or f64 when every partial sum provably
