@@ -196,9 +196,10 @@ def test_an_interrupted_run_keeps_its_chunks_and_goes_on(tmp_path):
     """SIGINT mid-run: exit 130, INCOMPLETE, the chunks measured kept in --jsonl; the same command
     again measures only the rest and gives the numbers of a run that was never interrupted."""
     pytest.importorskip("jax")
-    rng = f"{0x3F00_0000:#x}:{0x3F00_0000 + 2**22:#x}"  # 64 chunks of 2^16
+    # 64 chunks of 2^18: long enough that the run cannot end between its second line and the signal
+    rng = f"{0x3F00_0000:#x}:{0x3F00_0000 + 2**24:#x}"
     cmd = CONFORM + ["accuracy", "--exhaustive", "--op", "exponential", "--type", "f32", "--backend", "xla",
-                     "--range", rng, "--chunk-bits", "16", "-q"]
+                     "--range", rng, "--chunk-bits", "18", "-q"]
     stream = tmp_path / "s.jsonl"
     run = subprocess.Popen(cmd + ["--jsonl", str(stream)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, cwd=ROOT)
