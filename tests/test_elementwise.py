@@ -735,3 +735,33 @@ def test_complex128_divide_does_not_lose_a_cancelling_numerator():
     den = br * br + bi * bi
     got = run_op("stablehlo.divide", np.array([a], np.complex128), np.array([b], np.complex128))
     assert (got[0].real, got[0].imag) == (float((ar * br + ai * bi) / den), float((ai * br - ar * bi) / den))
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+@pytest.mark.parametrize("dt", [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn])
+def test_narrow_maximum_minimum_pick_the_operands_bits_on_large_tensors(name, dt):
+    """Above elementwise.BLEND_MIN elements the narrow-float maximum / minimum pick each element's
+    bits by a branch-free blend: the same bits as the kernel on the same elements in small
+    pieces (np.where), NaN payloads, signed zeros and a broadcast operand included; and the
+    hand-checked IEEE values (NaN propagates, -0 < +0)."""
+    from stablehlo_conform.kernels import elementwise as E
+    dt = np.dtype(dt)
+    rng = np.random.default_rng(11)
+    n = 3 * E.BLEND_MIN
+    bits = rng.integers(0, 256 ** dt.itemsize, n).astype({1: np.uint8, 2: np.uint16}[dt.itemsize])
+    a = bits.view(dt)
+    b = rng.standard_normal(n).astype(dt)
+    b[::7] = -0.0
+    a[::11] = 0.0
+    kernel = getattr(E, name)
+    for other in (b, np.broadcast_to(np.zeros((), dt), a.shape)):
+        whole = kernel(dt, a, other)
+        pieces = np.concatenate([kernel(dt, a[i:i + 1000], other[i:i + 1000]) for i in range(0, n, 1000)])
+        assert whole.view(bits.dtype).tolist() == pieces.view(bits.dtype).tolist()
+    # pairs (NaN, 1), (+0, -0), (-0, +0), (1, NaN), repeated past the blend bound
+    x = np.tile(np.array([np.nan, 0.0, -0.0, 1.0], np.float32), E.BLEND_MIN).astype(dt)
+    y = np.tile(np.array([1.0, -0.0, 0.0, np.nan], np.float32), E.BLEND_MIN).astype(dt)
+    r = kernel(dt, x, y)[:4].astype(np.float32)
+    assert np.isnan(r[0]) and np.isnan(r[3])
+    zero_sign = name == "minimum"  # maximum: +0, minimum: -0, whichever operand holds it
+    assert r[1] == 0 and r[2] == 0 and bool(np.signbit(r[1])) == bool(np.signbit(r[2])) == zero_sign

@@ -502,13 +502,15 @@ def _pick_max(a, b):
     The general path of ``maximum``; f16/f32/f64 take :func:`.ieee_maximum`
     (the same choices: ``a`` if it is NaN, else ``b`` if it is NaN, else the
     larger, ``+0`` over ``-0``). The narrower types (bf16, f8, ...) are compared
-    as f32 values, which hold theirs exactly (:func:`._fast.f32_values`)."""
-    wa, wb = _fast.f32_values(a), _fast.f32_values(b)
+    as f32 values, which hold theirs exactly (:func:`._fast.f32_values`; a broadcast
+    operand's distinct values converted once, :func:`._fast.distinct`); the kernels then
+    pick by :func:`where` (the bits of ``a`` or ``b``)."""
+    wa, wb = _fast.f32_values(_fast.distinct(a)), _fast.f32_values(_fast.distinct(b))
     return np.isnan(wa) | ((wa > wb) & ~np.isnan(wb)) | ((wa == wb) & ~np.signbit(wa))
 
 
 def _pick_min(a, b):
-    wa, wb = _fast.f32_values(a), _fast.f32_values(b)
+    wa, wb = _fast.f32_values(_fast.distinct(a)), _fast.f32_values(_fast.distinct(b))
     return np.isnan(wa) | ((wa < wb) & ~np.isnan(wb)) | ((wa == wb) & np.signbit(wa))
 
 
@@ -531,10 +533,10 @@ def maximum(dt, a, b):
     if k in ("int", "uint"):
         return int_fn(np.maximum, dt, a, b)
     if k == "complex":
-        return np.where(_lex(a, b, True), a, b)
+        return where(_lex(a, b, True), a, b)
     if native_float_pair(a, b):
         return ieee_maximum(a, b)
-    return np.where(_pick_max(a, b), a, b)
+    return where(_pick_max(a, b), a, b)
 
 
 @binary("stablehlo.minimum", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, selects=True,
@@ -546,10 +548,10 @@ def minimum(dt, a, b):
     if k in ("int", "uint"):
         return int_fn(np.minimum, dt, a, b)
     if k == "complex":
-        return np.where(_lex(a, b, False), a, b)
+        return where(_lex(a, b, False), a, b)
     if native_float_pair(a, b):
         return ieee_minimum(a, b)
-    return np.where(_pick_min(a, b), a, b)
+    return where(_pick_min(a, b), a, b)
 
 
 @kernel("stablehlo.clamp", folds=True, quantized=DEQUANTIZE, accuracy=EXACT)
