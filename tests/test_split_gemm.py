@@ -134,6 +134,17 @@ def test_a_trial_without_the_memory_for_its_operands_leaves_the_whole_call(two_t
     assert _split_gemm._kinds == {}  # tried again where memory allows
 
 
+def test_a_process_tries_at_most_most_kinds_kinds(two_threads, monkeypatch):
+    monkeypatch.setattr(_split_gemm, "MOST_KINDS", 1)
+    rng = np.random.default_rng(8)
+    with one_blas_thread():
+        _split_gemm.split_product(*_operands(197, 768, 768, "C", rng, specials=False))
+        a, b = _operands(197, 768, 3072, "C", rng, specials=False)
+        assert _split_gemm.split_product(a, b) is None
+        assert _bits(linalg._blas(a, b)) == _bits(np.dot(a, b))
+    assert len(_split_gemm._kinds) == 1
+
+
 def test_exact_products_are_cut_without_comparing_bits(two_threads, monkeypatch):
     """An exact product's trial only times the most even cut (no trial operands are made)."""
     monkeypatch.setattr(_split_gemm, "_like", lambda *args: pytest.fail("an exact product's bits were tried"))

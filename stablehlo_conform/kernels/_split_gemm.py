@@ -48,6 +48,7 @@ MIN_PIECE = 16  # the fewest rows or columns of one piece
 POOL = 1_000_003  # trial values: this many, repeated
 MOST_TRIED = 1 << 22  # the most elements of both operands of a product tried (larger ones stay one call)
 FASTER = 0.85  # the most time a cut may take, as a part of the whole call's, to be kept
+MOST_KINDS = 1024  # the most kinds of product a process tries (each kept with its cut)
 
 _kinds: dict[tuple, tuple | None] = {}  # kind -> the cut kept for it (or None: one call)
 _lock = threading.Lock()
@@ -167,6 +168,8 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
     try:
         cut = _kinds[kind]
     except KeyError:
+        if len(_kinds) >= MOST_KINDS:  # a process meeting ever new shapes (a campaign): one call
+            return None
         cuts = _even_cuts(m, n, parts) if exact else _cuts(m, n, parts)
         try:
             cut = _kept(a, b, kind, cuts, exact) if cuts else None
