@@ -394,6 +394,46 @@ def test_f32_power_fast_path_is_the_kernel(e):
     _same(_power_fast(np.float32, normal.size)(normal, nb), _power_kernel(np.float32, normal, nb))
 
 
+def _power_by_libm(dt, a, b):
+    """``power`` as the kernel computed it with ``np.power`` in f64 for every exponent (within
+    about an f64 ULP of the exact power; elements near a rounding midpoint resolved exactly)."""
+    from stablehlo_conform.numeric import positive_underflow
+
+    def f(x, y):
+        return positive_underflow(np.power(x, y), (x > 0) & (x < np.inf) & np.isfinite(y))
+    with np.errstate(all="ignore"):
+        return elementwise.float_fn(f, np.dtype(dt), a, np.ascontiguousarray(b), op="stablehlo.power")
+
+
+@pytest.mark.parametrize("e", [2.0, 3.0, 4.0])
+@pytest.mark.parametrize("dt", [np.float32, np.float16, ml_dtypes.bfloat16])
+def test_power_kernel_by_multiplications_is_the_libm_power_correctly_rounded(dt, e):
+    """The kernel computes a power by 2, 3 or 4 of a type of at most 24 significand bits by
+    multiplications in f64 (elementwise.POWER_CHAINS): the same bits as ``np.power`` in f64 with
+    the near-midpoint elements resolved exactly, on every f16 and bf16 value and on f32 bit
+    patterns, short significands (powers on and near midpoints) and the specials."""
+    if np.dtype(dt) == np.float32:
+        x = _f32_power_operands()
+    else:
+        x = np.arange(1 << 16, dtype=np.uint16).view(np.dtype(dt))
+    b = np.broadcast_to(np.asarray(e, dt), x.shape)
+    _same(_power_kernel(dt, x, b), _power_by_libm(dt, x, b))
+
+
+def test_power_kernel_cube_hand_computed():
+    """1.1f cubed: 1.1f is 9227469 * 2**-23, so its cube is 9227469**3 * 2**-69
+    = 785683774675146602709 * 2**-69 = 11165237.974... * 2**-23: it rounds up, to
+    11165238 * 2**-23 (1.3310000896...)."""
+    from fractions import Fraction
+    x = np.float32(1.1)
+    assert Fraction(float(x)) == Fraction(9227469, 2 ** 23)
+    exact = Fraction(9227469 ** 3, 2 ** 69)
+    assert 9227469 ** 3 == 785683774675146602709
+    assert Fraction(11165237, 2 ** 23) + Fraction(1, 2 ** 24) < exact < Fraction(11165238, 2 ** 23)
+    got = _power_kernel(np.float32, np.full(8, x), np.full(8, np.float32(3.0)))
+    assert got.tolist() == [11165238 / 2 ** 23] * 8
+
+
 def test_power_by_an_exponent_that_is_not_broadcast_is_the_kernel():
     rng = np.random.default_rng(1)
     x = (rng.standard_normal(1 << 15) * 3).astype(np.float32)

@@ -389,12 +389,13 @@ def int_power(a, b, dt):
     return wrap_i64(result, dt) if sub else result
 
 
-POWER_CHAINS = {3.0: lambda w: (w * w) * w, 4.0: lambda w: np.square(w * w)}
-"""Exponents whose power of an f16 or f32 value :func:`_fast_power` computes in f64 by
-multiplications: the square of an f16 or f32 value is exact in f64 (at most 48 significand
-bits), so the cube and the fourth power round once (an exact square times the value, the square
-of an exact square), within half an f64 ULP of the exact power, which stays within f64's range
-(no overflow, no underflow)."""
+POWER_CHAINS = {2.0: np.square, 3.0: lambda w: (w * w) * w, 4.0: lambda w: np.square(w * w)}
+"""Exponents whose power of a value of a type of at most 24 significand bits and f32's exponent
+range (f32, f16, bf16, the f8 types) :func:`power` (:func:`_real_power`) and :func:`_fast_power`
+compute in f64 by multiplications: the square of such a value is exact in f64 (at most 48
+significand bits), so the cube and the fourth power round once (an exact square times the value,
+the square of an exact square), within half an f64 ULP of the exact power, which stays within
+f64's range (no overflow, no underflow)."""
 
 POWER_BLOCK = 1 << 14
 """Elements per block of :func:`_fast_power` (its f64 values stay in cache)."""
@@ -478,8 +479,15 @@ def power(dt, a, b):
 
 
 def _real_power(a, b):
-    """``a ** b`` in f64 for a narrower type: positive where it underflows with ``a > 0``
+    """``a ** b`` in f64 for a narrower type (``a`` holds at most 24 significand bits): where
+    every exponent is one value of :data:`POWER_CHAINS`, its multiplications (the exact power
+    within half an f64 ULP; ``np.power`` is within about one, and :func:`float_fn` resolves the
+    elements near a rounding midpoint exactly, so the rounded results are the same: the exact
+    power correctly rounded); else ``np.power``, positive where it underflows with ``a > 0``
     (:func:`stablehlo_conform.numeric.positive_underflow`)."""
+    chain = POWER_CHAINS.get(_one_value(b))
+    if chain is not None:
+        return chain(a)
     return positive_underflow(np.power(a, b), (a > 0) & (a < np.inf) & np.isfinite(b))
 
 
