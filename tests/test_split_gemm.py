@@ -119,7 +119,7 @@ def test_trials_run_once_per_kind_of_product(two_threads, monkeypatch):
             _split_gemm.split_product(*_operands(197, 768, 768, "C", rng, specials=False))
             _split_gemm.split_product(*_operands(197, 768, 768, "F", rng, specials=False))
     assert len(tried) == 2
-    assert {kind[4] for kind in tried} == {"C", "F"}
+    assert {layouts[1] for layouts in tried} == {"C", "F"}  # the right operand's layout
 
 
 def test_a_trial_without_the_memory_for_its_operands_leaves_the_whole_call(two_threads, monkeypatch):

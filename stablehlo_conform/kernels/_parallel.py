@@ -139,7 +139,7 @@ def run(pieces: Sequence[Callable[[], object]], state: list | None = None, recor
     ``state``: where the run's speedup is recorded for :func:`paying` (its default, or
     :data:`PRODUCTS`); ``record=False``: nowhere (a caller that does not ask :func:`paying`)."""
     n = min(_threads, len(pieces))
-    if n <= 1 or getattr(_local, "inside", False):
+    if n <= 1 or inside():
         return [p() for p in pieces]
     results: list = [None] * len(pieces)
     errors: dict[int, BaseException] = {}

@@ -120,15 +120,15 @@ def _like(x: np.ndarray, layout: str) -> np.ndarray:
     return flat.reshape(x.shape) if layout == "C" else flat.reshape(x.shape[::-1]).T
 
 
-def _kept(a: np.ndarray, b: np.ndarray, kind: tuple, cuts: list, exact: bool) -> tuple | None:
-    """The first of ``cuts`` giving the whole call's bits on trial operands of ``kind`` in
-    at most :data:`FASTER` of its time (a product bound by memory gains nothing from a
-    second core sharing it). ``exact``: every cut gives the whole call's bits (the first is
-    timed on the operands themselves)."""
+def _kept(a: np.ndarray, b: np.ndarray, layouts: tuple, cuts: list, exact: bool) -> tuple | None:
+    """The first of ``cuts`` giving the whole call's bits on trial operands of ``a``'s and
+    ``b``'s shapes and type in ``layouts``, in at most :data:`FASTER` of its time (a product
+    bound by memory gains nothing from a second core sharing it). ``exact``: every cut gives
+    the whole call's bits (the first is timed on the operands themselves)."""
     if exact:
         (_, took), (_, cut_took) = _timed(lambda: np.dot(a, b)), _timed(lambda: _run(a, b, cuts[0]))
         return cuts[0] if cut_took <= FASTER * took else None
-    ta, tb = _like(a, kind[3]), _like(b, kind[4])
+    ta, tb = _like(a, layouts[0]), _like(b, layouts[1])
     whole, took = _timed(lambda: np.dot(ta, tb))
     bits = whole.view(np.uint8)
     for cut in cuts:
@@ -172,7 +172,7 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
             return None
         cuts = _even_cuts(m, n, parts) if exact else _cuts(m, n, parts)
         try:
-            cut = _kept(a, b, kind, cuts, exact) if cuts else None
+            cut = _kept(a, b, (la, lb), cuts, exact) if cuts else None
         except MemoryError:  # the trial's operands do not fit the run's memory budget: one call
             return None
         with _lock:

@@ -166,8 +166,7 @@ def _blas(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
     ``exact``: every value of the product is exact in its type)."""
     with one_blas_thread():
         if a.ndim == 2 and b.ndim == 2:
-            split = split_product(a, b, exact)
-            return np.dot(a, b) if split is None else split
+            return _dot(a, b, exact)
         if a.ndim == 3 and a.shape[0] == 1 and b.ndim == 3:
             return np.dot(a[0], b[0])[None]
         return np.matmul(a, b)
@@ -266,10 +265,10 @@ def _dot_plan(lshape, rshape, lb, rb, lc, rc):
             *mats, bshape + lfs + rfs)
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.dot`` of 2-D f32 or f64 operands as :func:`_blas` computes it, on the BLAS thread
-    the caller set."""
-    split = split_product(a, b)
+def _dot(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
+    """``np.dot`` of 2-D operands, or its cut where one gives its bits
+    (:func:`._split_gemm.split_product`), on the BLAS thread the caller set."""
+    split = split_product(a, b, exact)
     return np.dot(a, b) if split is None else split
 
 
