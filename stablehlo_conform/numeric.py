@@ -343,24 +343,25 @@ def order_zero_result(x, y, r, high: bool) -> np.ndarray:
     ``maximum``/``minimum`` order them: -0 < +0.
 
     NumPy may return either zero when the operands are ``+0`` and ``-0``; it
-    is right everywhere else. Such a pair is a pair whose bit patterns differ
-    in the sign bit only (one xor and one compare find them all; for other
-    values ``x == -y`` the order is not in doubt, and a NaN result stays), and
-    where it gives a zero result, the result is ``+0`` (maximum) or ``-0``
-    (minimum)."""
+    is right everywhere else. Its result is one of the operands, so a wrong
+    element is a zero of the sign the other operand does not have: ``-0``
+    (maximum) or ``+0`` (minimum) where an operand is ``+0`` (``-0``). One
+    compare of ``r``'s bit patterns finds the candidates (most arrays have
+    none: a ReLU's ``-0`` inputs are rare), and among them the elements with
+    an operand of the other sign are set to it."""
     r = np.asarray(r)
     ut = _SIGN_BITS[r.dtype]
     sign = ut(1 << (8 * r.dtype.itemsize - 1))
+    wrong, right = (sign, ut(0)) if high else (ut(0), sign)
+    fix = r.view(ut) == wrong
+    if not fix.any():
+        return r
     xb = np.asarray(x, dtype=r.dtype).view(ut)
     yb = np.asarray(y, dtype=r.dtype).view(ut)
-    tie = (xb ^ yb) == sign
-    if not tie.any():
+    fix &= (xb == right) | (yb == right)
+    if not fix.any():
         return r
-    tie &= r == 0  # a pair x, -x with x not zero (a clamp to [-c, c]) needs nothing
-    if not tie.any():
-        return r
-    zero = np.zeros((), r.dtype) if high else -np.zeros((), r.dtype)
-    return np.where(tie, zero, r)
+    return np.where(fix, right.view(r.dtype), r)
 
 
 def ieee_maximum(x, y) -> np.ndarray:

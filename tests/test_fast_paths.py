@@ -355,6 +355,32 @@ def test_native_maximum_minimum_match_the_general_path(dt, op, monkeypatch):
         assert np.asarray(fast).tobytes() == np.asarray(general).tobytes()
 
 
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_relu_like_maximum_and_minimum_order_zeros_by_hand(dt):
+    """A zero of the wrong sign is fixed only where the other operand holds the other zero; a
+    ``-0`` maximum of ``-0`` and a negative value (``+0`` minimum of ``+0`` and a positive one)
+    stays, and so does NumPy's choice wherever no zero is involved."""
+    from stablehlo_conform.numeric import ieee_maximum, ieee_minimum
+
+    dt = np.dtype(dt)
+    x = np.array([-0.0, 0.0, -1.0, 2.0, np.nan, -0.0, 0.0], dt)
+    pos = np.broadcast_to(np.zeros((), dt), x.shape)
+    neg = np.broadcast_to(-np.zeros((), dt), x.shape)
+    ut = np.dtype(f"u{dt.itemsize}")
+
+    def bits(v):
+        return np.asarray(v, dt).view(ut).tolist()
+
+    assert bits(ieee_maximum(x, pos)) == bits([0.0, 0.0, 0.0, 2.0, np.nan, 0.0, 0.0])
+    assert bits(ieee_maximum(x, neg)) == bits([-0.0, 0.0, -0.0, 2.0, np.nan, -0.0, 0.0])
+    assert bits(ieee_minimum(x, neg)) == bits([-0.0, -0.0, -1.0, -0.0, np.nan, -0.0, -0.0])
+    assert bits(ieee_minimum(x, pos)) == bits([-0.0, 0.0, -1.0, 0.0, np.nan, -0.0, 0.0])
+    y = np.array([-1.0, 3.0, -0.0, 0.0], dt)
+    assert bits(ieee_maximum(np.array([-0.0, 0.0, -2.0, 5.0], dt), y)) == bits([-0.0, 3.0, -0.0, 5.0])
+    assert bits(ieee_minimum(np.array([0.0, 1.0, 0.0, -0.0], dt), y)) == bits([-1.0, 1.0, -0.0, -0.0])
+    assert bits(ieee_maximum(np.asarray(dt.type(-0.0)), np.asarray(dt.type(0.0)))) == bits(0.0)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("name,high", [("ieee_maximum_number", True), ("ieee_minimum_number", False)])
 def test_maximum_and_minimum_number_order_zeros_and_drop_nan(dt, name, high):
