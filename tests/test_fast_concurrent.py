@@ -37,9 +37,9 @@ def groups(monkeypatch):
     sizes: list[int] = []
     group = codegen._group
 
-    def counting(*calls):
+    def counting(macs, *calls):
         sizes.append(len(calls))
-        return group(*calls)
+        return group(macs, *calls)
 
     monkeypatch.setattr(codegen, "_group", counting)
     monkeypatch.setattr(_parallel, "PAYING_SPEEDUP", 0.0)
@@ -105,6 +105,38 @@ def test_attention_projections_run_at_once_bit_for_bit(groups, dt):
     assert _assert_generated_matches_stepwise(_module(_attention, *args), "main", args)
     assert 3 in groups  # q, k and v together
     _threads_agree(_attention, args)
+
+
+def test_a_group_runs_its_last_products_alone_where_that_is_sooner():
+    """Three products of one size on two threads: two at once, then the third alone (cut on
+    both threads, its time taken as half); unequal sizes that a thread's queue balances, sizes
+    too small to cut, and counts that fill every thread stay all at once."""
+    big, small = 1 << 27, 1 << 20
+    assert codegen._alone((big, big, big), 2) == 1
+    assert codegen._alone((big,) * 5, 2) == 1
+    assert codegen._alone((big,) * 4, 2) == 0
+    assert codegen._alone((big, big), 2) == 0
+    assert codegen._alone((4 * big, big, big), 2) == 0  # one thread: 4, the other: 1 + 1
+    assert codegen._alone((small, small, small), 2) == 0
+    assert codegen._alone((big, big, big), 3) == 0
+
+
+def test_a_group_of_three_large_projections_is_bit_for_bit(groups, monkeypatch):
+    """q, k and v of 2**26 multiply-adds each: the third runs alone (where its kind's cut is
+    kept, in pieces), the results the step-by-step engine's."""
+    alone: list[int] = []
+    real = codegen._alone
+
+    def recording(macs, n):
+        alone.append(real(macs, n))
+        return alone[-1]
+
+    monkeypatch.setattr(codegen, "_alone", recording)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((256, 512)).astype(np.float32)
+    ws = [(0.05 * rng.standard_normal((512, 512))).astype(np.float32) for _ in range(4)]
+    assert _assert_generated_matches_stepwise(_module(_attention, x, *ws), "main", (x, *ws))
+    assert 3 in groups and 1 in alone
 
 
 def test_lstm_step_products_in_a_loop_run_at_once_bit_for_bit(groups):

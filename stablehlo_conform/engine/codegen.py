@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import types as T
-from ..kernels import _parallel
+from ..kernels import _parallel, _split_gemm
 from ..kernels.context import OpContext
 from ..kernels.control_flow import while_ as _while_kernel
 from ..kernels.indexing import update_in_place
@@ -451,7 +451,9 @@ class _Plan:
             self.ns[key] = fp.call
             calls.append(f"({key}, ({self.refs(operands, raw=fp.out or fp.scalars)}))")
         outs = [op_results[0] for _op, _k, _n, _f, _o, op_results, *_r in group]
-        code.append(f"{''.join(f'v{v}, ' for v in outs)}= _group({', '.join(calls)})")
+        sizes = f"M{len(self.ns)}"
+        self.ns[sizes] = tuple(_macs(step[0]) for step in group)
+        code.append(f"{''.join(f'v{v}, ' for v in outs)}= _group({sizes}, {', '.join(calls)})")
         self.store(outs, code)
         release = [v for v in release if v not in self.consts]
         if release:
@@ -810,19 +812,51 @@ class _Ungrouped(Exception):
     """A product of a group failed: the block's run is handed to its step-by-step variant."""
 
 
-def _group(*calls) -> list:
-    """``[f(*args) for f, args in calls]``: the products of a group (:meth:`_Plan._groups`),
-    at once on :func:`~..kernels._parallel.threads` threads while threads pay for products
+def _group(sizes: tuple, *calls) -> list:
+    """``[f(*args) for f, args in calls]``: the products of a group (:meth:`_Plan._groups`,
+    largest first, ``sizes`` their multiply-adds), at once on
+    :func:`~..kernels._parallel.threads` threads while threads pay for products
     (:func:`~..kernels._parallel.paying` of :data:`~..kernels._parallel.PRODUCTS`), else one
-    after the other. Where one fails,
+    after the other; where :func:`_alone` says so, the last products one after the other once
+    the others are done, each then free to run in the pieces of its own cut
+    (:mod:`~..kernels._split_gemm`: the bits of one call). Where one fails,
     :class:`_Ungrouped` (the block then runs step by step, which raises the error the first
     failing op in program order raises)."""
     try:
-        if _parallel.threads() > 1 and _parallel.paying(_parallel.PRODUCTS):
-            return _parallel.run([functools.partial(f, *args) for f, args in calls], _parallel.PRODUCTS)
+        n = _parallel.threads()
+        if n > 1 and _parallel.paying(_parallel.PRODUCTS):
+            k = len(calls) - _alone(sizes, n)
+            done = _parallel.run([functools.partial(f, *args) for f, args in calls[:k]], _parallel.PRODUCTS)
+            return done + [f(*args) for f, args in calls[k:]]
         return [f(*args) for f, args in calls]
     except Exception as e:
         raise _Ungrouped() from e
+
+
+@functools.lru_cache(maxsize=1024)
+def _alone(sizes: tuple, n: int) -> int:
+    """How many of a group's last products (``sizes``: multiply-adds, largest first) run after
+    the others, on their own (0: all at once): where the products come in a number that is
+    no multiple of ``n`` threads, the last ones would run while threads stand idle (three
+    products of one size on two threads: two rounds of one call). Run alone, a product of at
+    least :data:`~..kernels._split_gemm.MIN_MACS` may be cut on every thread: its time taken
+    as its size over ``n``. Chosen where that time, added to the others' at once (each thread
+    taking the next product when free), is below the time of all at once."""
+    def at_once(xs: tuple) -> int:
+        loads = [0] * n
+        for x in xs:
+            loads[loads.index(min(loads))] += x
+        return max(loads)
+
+    best, alone = at_once(sizes), 0
+    for m in range(1, len(sizes)):
+        rest = sizes[len(sizes) - m:]
+        if min(rest) < _split_gemm.MIN_MACS:
+            break
+        took = at_once(sizes[:len(sizes) - m]) + sum(rest) / n
+        if took < best:
+            best, alone = took, m
+    return alone
 
 
 def _hold(dead: tuple, held: dict, j: int, pending: dict) -> tuple:
