@@ -167,8 +167,12 @@ def _failing(x, w1, w3, y, w2):
     return s, e, b
 
 
+@pytest.mark.parametrize("alone", [0, 1, 2])
 @pytest.mark.parametrize("small_fails", [True, False])
-def test_a_failing_product_of_a_group_raises_the_stepwise_error(groups, monkeypatch, small_fails):
+def test_a_failing_product_of_a_group_raises_the_stepwise_error(groups, monkeypatch, small_fails, alone):
+    """Whether the failing product runs at once with the other (``alone`` 0), after it
+    (1: the larger, failing one at once, the other alone) or both alone (2)."""
+    monkeypatch.setattr(codegen, "_alone", lambda sizes, n: alone)
     rng = np.random.default_rng(3)
     args = (rng.standard_normal((128, 256)).astype(BF16), rng.standard_normal((256, 256)).astype(BF16),
             rng.standard_normal((256, 384)).astype(BF16), rng.standard_normal((4, 8)).astype(BF16),
