@@ -422,6 +422,45 @@ def test_max_min_folds_with_zeros_of_both_signs_match_the_general_path(kind, el,
             assert fast.tobytes() == general.tobytes()
 
 
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("el", ["f32", "f64"])
+def test_pooling_folds_in_place_where_zeros_have_one_sign(kind, el, monkeypatch):
+    """A 2x2 max/min pool without padding: where input and init hold zeros of one sign at
+    most, the fold runs NumPy's ufunc in place (no zero can come out wrong); where both signs
+    meet, the zero-ordering fold. Both give the general path's bits: NaN payloads, infinities
+    and signed zeros included."""
+    rng = np.random.default_rng(17)
+    dt = EL[el]
+    ut = np.dtype(f"u{np.dtype(dt).itemsize}")
+    attrs = ("window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, 1>, "
+             "padding = dense<0> : tensor<4x2xi64>")
+    plain: list[bool] = []
+    real = reduction._one_zero_sign
+    monkeypatch.setattr(reduction, "_one_zero_sign", lambda *xs: plain.append(real(*xs)) or plain[-1])
+    base = rng.standard_normal((2, 8, 8, 3)).astype(dt)
+    nan = np.array([0x7FC00001 if el == "f32" else 0x7FF8000000000005], ut).view(dt)[0]
+    base.reshape(-1)[::9] = nan
+    base.reshape(-1)[4::23] = np.inf
+    cases = []
+    for zeros in ([0.0], [-0.0], [0.0, -0.0], []):
+        x = base.copy()
+        for k, z in enumerate(zeros):
+            x.reshape(-1)[k + 1::3] = z  # whole windows of zeros, and zeros beside other values
+        cases.append((zeros, x))
+    for init in ("0.0", "-0.0", "0xFF800000" if el == "f32" else "0xFFF0000000000000"):
+        for zeros, x in cases:
+            text = window_text((2, 8, 8, 3), el, (2, 4, 4, 3), kind, init, attrs)
+            plain.clear()
+            fast = one(text, x)
+            took = list(plain)
+            with monkeypatch.context() as mp:
+                general_only(mp)
+                general = one(text, x)
+            assert fast.tobytes() == general.tobytes(), (zeros, init)
+            signs = {np.signbit(z) for z in zeros} | ({init.startswith("-")} if init in ("0.0", "-0.0") else set())
+            assert took == [len(signs) < 2], (zeros, init, took)
+
+
 @pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
 def test_native_float_compare_matches_the_widened_one(dt, monkeypatch):
     from stablehlo_conform.kernels import comparison

@@ -172,6 +172,16 @@ def _mixed_zeros(x: np.ndarray) -> bool:
     return bool((b == ut.type(0)).any()) and bool((b == ut.type(1 << (8 * x.dtype.itemsize - 1))).any())
 
 
+def _one_zero_sign(*xs: np.ndarray) -> bool:
+    """Whether the float arrays ``xs`` together hold no +0 or no -0 (zeros of one sign at
+    most): -0 is looked for first (a ReLU's output holds many +0 and no -0)."""
+    ut = np.dtype(f"u{xs[0].dtype.itemsize}")
+    neg = ut.type(1 << (8 * xs[0].dtype.itemsize - 1))
+    if not any(bool((x.view(ut) == neg).any()) for x in xs):
+        return True
+    return not any(bool((x.view(ut) == ut.type(0)).any()) for x in xs)
+
+
 def _zero_flags(x: np.ndarray):
     z = x == 0
     neg = np.signbit(x)
@@ -507,7 +517,7 @@ def reduce_window(op, *operands):
     n_out = int(np.prod(out_shape, dtype=np.int64))
     offsets = window_offsets(wd) if n_out > 0 else []
     if kind is not None:
-        r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape, valid)
+        r = _fast_window_fold(kind, wins[0], offsets, inits[0], out_shape, valid, padded[0])
         if r is not None:
             return (r,)
     body = op.region(0, lanes=True)
@@ -609,9 +619,15 @@ def _window_ufunc(kind, dtype: np.dtype):
     return None if uf is None else (cdt, uf)
 
 
-def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None):
+def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None, source=None):
     """Sequential fold over the window positions in row-major order starting
-    from ``init``, rounding to the element type after every step."""
+    from ``init``, rounding to the element type after every step. ``source``:
+    the array ``win`` views (all its elements, for :func:`_one_zero_sign`).
+
+    A float max/min of f32/f64 without padding folds with ``np.maximum`` /
+    ``np.minimum`` in place where the elements and ``init`` hold zeros of one
+    sign at most: only a +0 met by a -0 can come out as the wrong zero, so
+    every step is then the IEEE one (spec.md#maximum: -0 < +0)."""
     dtype = win.dtype
     fold = _window_ufunc(kind, dtype)
     if fold is None:
@@ -619,6 +635,13 @@ def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None):
     cdt, uf = fold
     per_step = cdt != dtype and cdt.kind == "f"
     acc = np.full(out_shape, np.asarray(init).astype(cdt), dtype=cdt)
+    if (valid is None and not per_step and source is not None and _orders_zeros(kind, dtype)
+            and _one_zero_sign(source, acc.reshape(-1)[:1])):
+        plain = _UFUNC[kind]
+        with np.errstate(invalid="ignore"):
+            for off in offsets:
+                plain(acc, win[(Ellipsis,) + off], out=acc)
+        return contiguous(cast_result(acc, dtype))
     for off in offsets:
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, 0 * inf: NaN, as the op says
             step = uf(acc, win[(Ellipsis,) + off].astype(cdt, copy=False))
