@@ -260,3 +260,87 @@ def test_a_convolution_of_one_block_gives_its_one_thread_bits(two_threads, hw, c
     for _ in range(2):
         assert _bits(conv()) == expect
     assert _split_gemm._kinds, "the convolution's product was not tried"
+
+
+def _conv_nhwc(x, w, stride=1):
+    from types import SimpleNamespace
+    k = w.shape[0]
+    pad = ((k // 2, k // 2), (k // 2, k // 2))
+    with one_blas_thread(), np.errstate(all="ignore"):
+        return linalg.convolution_arrays(x, w, strides=(stride, stride), pad=pad, lhs_dil=None, rhs_dil=None,
+                                         reversal=None, dn=SimpleNamespace(**NHWC), fgc=1, bgc=1, out_dtype=x.dtype)
+
+
+@pytest.fixture
+def fresh_orders(monkeypatch):
+    """A fresh record of the layouts tried (``_split_gemm.same_in_c_order``)."""
+    monkeypatch.setattr(_split_gemm, "_orders", {})
+    return _split_gemm._orders
+
+
+# (batch, spatial size, input features, output features, kernel size, stride): resnet50's
+# convolutions of one block and of several, a 1x1 one on a 1x1 map (one-row products), a
+# strided one
+CONVS = [(1, 7, 512, 512, 3, 1), (1, 14, 256, 1024, 1, 1), (1, 56, 64, 64, 3, 1), (2, 28, 128, 128, 3, 1),
+         (1, 1, 1024, 1000, 1, 1), (1, 56, 256, 512, 1, 2)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n,hw,cin,cout,k,stride", CONVS)
+def test_a_kernel_read_in_place_gives_the_transposed_copys_bits(fresh_orders, monkeypatch, threads,
+                                                                n, hw, cin, cout, k, stride):
+    """The im2col products read the kernel's C-ordered view only where the trial found every
+    bit of the product with its transposed copy: the convolution's bits are the copy's, on
+    one thread and on two (blocks, cuts), with IEEE specials in the input."""
+    rng = np.random.default_rng(hw * cin + cout + k)
+    xs = [_operands(n * hw * hw, cin, 1, "C", rng, specials=specials)[0].reshape(n, hw, hw, cin)
+          for specials in (False, True)]  # (a NaN in a one-row product makes every element NaN)
+    w = rng.standard_normal((k, k, cin, cout)).astype(np.float32)
+    before = _parallel.threads()
+    _parallel.set_threads(threads)
+    try:
+        got = [_bits(_conv_nhwc(x, w, stride)) for x in xs]  # the first call tries, the second uses
+        with monkeypatch.context() as mp:
+            mp.setattr(linalg, "same_in_c_order", lambda rows, b: False)
+            copied = [_bits(_conv_nhwc(x, w, stride)) for x in xs]
+    finally:
+        _parallel.set_threads(before)
+    assert got == copied
+    assert fresh_orders, "the kernel's layout was not tried"
+    assert all(shape == (k * k * cin, cout) for _rows, shape, _dt in fresh_orders)
+
+
+def test_a_layout_differing_in_one_bit_keeps_the_copy(fresh_orders, monkeypatch):
+    """A trial whose two products differ in one bit records the kind as one to copy, and the
+    convolution then multiplies by the transposed copy (``c_order_copy``)."""
+    real = np.asfortranarray
+
+    def off_by_one_ulp(b):
+        f = real(b).copy(order="F")
+        f[0, 0] = np.nextafter(f[0, 0], np.inf)
+        return f
+
+    monkeypatch.setattr(_split_gemm.np, "asfortranarray", off_by_one_ulp)
+    copies = []
+    monkeypatch.setattr(linalg, "c_order_copy", lambda a, _c=linalg.c_order_copy: copies.append(a.shape) or _c(a))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 7, 7, 64)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 64, 32)).astype(np.float32)
+    _conv_nhwc(x, w)
+    assert list(fresh_orders.values()) == [False] and copies == [(32, 576)]
+
+
+def test_layout_trials_run_once_per_kind_and_stop_at_the_bounds(fresh_orders, monkeypatch):
+    dots = []
+    real = np.dot
+    monkeypatch.setattr(_split_gemm.np, "dot", lambda a, b, *r: dots.append(a.shape) or real(a, b, *r))
+    b = np.zeros((64, 48), np.float32)
+    with one_blas_thread():
+        first = _split_gemm.same_in_c_order({32, 16}, b)
+        assert _split_gemm.same_in_c_order({16, 32}, b) == first
+        assert sorted(dots) == [(16, 64), (16, 64), (32, 64), (32, 64)]  # two products per kind, once
+        monkeypatch.setattr(_split_gemm, "MOST_TRIED", 64 * 48 + 8 * 64 - 1)
+        assert not _split_gemm.same_in_c_order({8}, b)  # too large to try: the copy
+        monkeypatch.setattr(_split_gemm, "MOST_KINDS", len(fresh_orders))
+        assert not _split_gemm.same_in_c_order({4}, b)  # no more kinds: the copy
+    assert len(fresh_orders) == 2

@@ -149,6 +149,38 @@ def _timed(call) -> tuple:
     return out, min(took)
 
 
+_orders: dict[tuple, bool] = {}  # (rows, b's shape, type) -> whether b in C order keeps the bits
+
+
+def same_in_c_order(rows, b: np.ndarray) -> bool:
+    """Whether ``np.dot(a, b)`` of a C-ordered ``a`` of ``r`` rows, for each ``r`` of ``rows``,
+    and a C-ordered ``b`` gives every bit of the same product with ``b`` in Fortran order, on
+    trial operands of those shapes and type (see the module docstring: the bits are those of
+    the shapes and layouts, whatever the values). A convolution's kernel ``(K*C, O)`` is a
+    C-ordered view of its HWIO operand, while its Fortran-ordered form is a transposed copy of
+    it on every call (about 2 ms for a 3x3x512x512 kernel); where this holds the products
+    read the view. One trial per kind, at most :data:`MOST_KINDS` kinds and
+    :data:`MOST_TRIED` elements (False beyond). To be called on one BLAS thread."""
+    k = b.shape[0]
+    for r in rows:
+        kind = (r, b.shape, b.dtype)
+        same = _orders.get(kind)
+        if same is None:
+            if len(_orders) >= MOST_KINDS or r * k + b.size > MOST_TRIED or b.dtype.kind != "f":
+                return False
+            ta = _like(np.broadcast_to(np.zeros((), b.dtype), (r, k)), "C")
+            tb = _like(b, "C")
+            try:
+                same = np.array_equal(np.dot(ta, tb).view(np.uint8), np.dot(ta, np.asfortranarray(tb)).view(np.uint8))
+            except MemoryError:  # the trial's operands do not fit the run's memory budget
+                return False
+            with _lock:
+                _orders[kind] = same
+        if not same:
+            return False
+    return True
+
+
 def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray | None:
     """``np.dot(a, b)`` of 2-D f32 or f64 operands of one type, computed in pieces on several
     threads where a cut of this kind of product gives the whole call's bits (see the module

@@ -37,7 +37,7 @@ from ..numeric import is_float
 from ..opinfo import ACCUMULATE, DEQUANTIZE, DOT, FastPath
 from . import _fast, _parallel
 from ._blas_threads import one_blas_thread
-from ._split_gemm import split_product
+from ._split_gemm import same_in_c_order, split_product
 from .reduction import cast_result, contiguous, pad_dilate
 from .registry import kernel
 
@@ -507,6 +507,13 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
     result is the same bit for bit (``tests/test_fast_products.py``). A convolution of one
     block (a small output) multiplies it in pieces where a cut gives that call's bits
     (:func:`_one_block`).
+
+    The kernel: each block is multiplied by ``(K*C, O)``, which the values define in Fortran
+    order (a transposed copy of the kernel, made on every call: about 2 ms for a 3x3x512x512
+    kernel, a fifth of ResNet-50's run). Where the kernel's own layout is that matrix in C
+    order (an HWIO kernel) and a trial showed every block's product giving the same bits with
+    it (:func:`._split_gemm.same_in_c_order`; one-row products, for one, do not), the blocks
+    read it in place instead (``tests/test_split_gemm.py``).
     """
     kc = w2.shape[1]
     O = w2.shape[0]
@@ -538,15 +545,18 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
         for a, b in bounds:
             blocks.append((prefix + (slice(a, b),), r0, (b - a) * inner))
             r0 += (b - a) * inner
-    wt = c_order_copy(w2).T  # K*C, O (the layout of the single product)
     take = _taker(blocks)
-    if len(blocks) == 1:
-        with one_blas_thread():
-            _one_block(v[take()[0]], wt, out)
-        return out
     most = max(b - a for a, b in bounds) * inner
-    workers = min(_parallel.threads(), len(blocks))
     with one_blas_thread():
+        # K*C, O: the layout of the single product, or the kernel's own C-ordered view where
+        # each block's product gives the same bits with it (no transposed copy)
+        view = w2.T
+        in_place = view.flags.c_contiguous and same_in_c_order({k for _, _, k in blocks}, view)
+        wt = view if in_place else c_order_copy(w2).T
+        if len(blocks) == 1:
+            _one_block(v[take()[0]], wt, out)
+            return out
+        workers = min(_parallel.threads(), len(blocks))
         _parallel.run([lambda: _gemm_blocks(v, wt, out, most, take)] * workers)
     return out
 
