@@ -435,8 +435,13 @@ def test_pooling_folds_in_place_where_zeros_have_one_sign(kind, el, monkeypatch)
     attrs = ("window_dimensions = array<i64: 1, 2, 2, 1>, window_strides = array<i64: 1, 2, 2, 1>, "
              "padding = dense<0> : tensor<4x2xi64>")
     plain: list[bool] = []
-    real = reduction._one_zero_sign
-    monkeypatch.setattr(reduction, "_one_zero_sign", lambda *xs: plain.append(real(*xs)) or plain[-1])
+    real = reduction._mixed_zeros
+
+    def recording(*xs):
+        plain.append(not real(*xs))
+        return not plain[-1]
+
+    monkeypatch.setattr(reduction, "_mixed_zeros", recording)
     base = rng.standard_normal((2, 8, 8, 3)).astype(dt)
     nan = np.array([0x7FC00001 if el == "f32" else 0x7FF8000000000005], ut).view(dt)[0]
     base.reshape(-1)[::9] = nan

@@ -163,23 +163,15 @@ def order_zeros(kind: str, r: np.ndarray, neg_zero: np.ndarray, pos_zero: np.nda
     return np.where((r == 0) & pos_zero, np.abs(r), r)
 
 
-def _mixed_zeros(x: np.ndarray) -> bool:
-    """Whether float ``x`` holds both a +0 and a -0: only then can a max/min
-    by ``np.maximum``/``np.minimum`` (which return one of their operands, any
-    of two zeros) pick the wrong zero."""
-    ut = np.dtype(f"u{x.dtype.itemsize}")
-    b = x.view(ut)
-    return bool((b == ut.type(0)).any()) and bool((b == ut.type(1 << (8 * x.dtype.itemsize - 1))).any())
-
-
-def _one_zero_sign(*xs: np.ndarray) -> bool:
-    """Whether the float arrays ``xs`` together hold no +0 or no -0 (zeros of one sign at
-    most): -0 is looked for first (a ReLU's output holds many +0 and no -0)."""
+def _mixed_zeros(*xs: np.ndarray) -> bool:
+    """Whether the float arrays ``xs`` together hold both a +0 and a -0: only then can a
+    max/min by ``np.maximum``/``np.minimum`` (which return one of their operands, any of two
+    zeros) pick the wrong zero. -0 is looked for first (a ReLU's output holds many +0 and no
+    -0)."""
     ut = np.dtype(f"u{xs[0].dtype.itemsize}")
     neg = ut.type(1 << (8 * xs[0].dtype.itemsize - 1))
-    if not any(bool((x.view(ut) == neg).any()) for x in xs):
-        return True
-    return not any(bool((x.view(ut) == ut.type(0)).any()) for x in xs)
+    return (any(bool((x.view(ut) == neg).any()) for x in xs)
+            and any(bool((x.view(ut) == ut.type(0)).any()) for x in xs))
 
 
 def _zero_flags(x: np.ndarray):
@@ -622,7 +614,7 @@ def _window_ufunc(kind, dtype: np.dtype):
 def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None, source=None):
     """Sequential fold over the window positions in row-major order starting
     from ``init``, rounding to the element type after every step. ``source``:
-    the array ``win`` views (all its elements, for :func:`_one_zero_sign`).
+    the array ``win`` views (all its elements, for :func:`_mixed_zeros`).
 
     A float max/min of f32/f64 without padding folds with ``np.maximum`` /
     ``np.minimum`` in place where the elements and ``init`` hold zeros of one
@@ -636,7 +628,7 @@ def _fast_window_fold(kind, win, offsets, init, out_shape, valid=None, source=No
     per_step = cdt != dtype and cdt.kind == "f"
     acc = np.full(out_shape, np.asarray(init).astype(cdt), dtype=cdt)
     if (valid is None and not per_step and source is not None and _orders_zeros(kind, dtype)
-            and _one_zero_sign(source, acc.reshape(-1)[:1])):
+            and not _mixed_zeros(source, acc.reshape(-1)[:1])):
         plain = _UFUNC[kind]
         with np.errstate(invalid="ignore"):
             for off in offsets:
