@@ -123,7 +123,7 @@ def test_trials_run_once_per_kind_of_product(two_threads, monkeypatch):
 
 
 def test_a_trial_without_the_memory_for_its_operands_leaves_the_whole_call(two_threads, monkeypatch):
-    def no_memory(x, layout):
+    def no_memory(shape, dtype, layout):
         raise MemoryError()
 
     monkeypatch.setattr(_split_gemm, "_like", no_memory)

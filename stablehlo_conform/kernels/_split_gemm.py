@@ -109,15 +109,34 @@ def _run(a: np.ndarray, b: np.ndarray, cut: tuple) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def _like(x: np.ndarray, layout: str) -> np.ndarray:
-    """An array of ``x``'s shape, type and layout holding pseudo-random values of full
-    significands in [-1, 1): :data:`POOL` of them repeated (a prime period: no two rows or
-    columns of an operand are alike)."""
-    pool = _pool.get(x.dtype)
+def _like(shape: tuple, dtype: np.dtype, layout: str) -> np.ndarray:
+    """An array of ``shape``, ``dtype`` and ``layout`` (C or Fortran order) holding pseudo-random
+    values of full significands in [-1, 1): :data:`POOL` of them repeated (a prime period: no
+    two rows or columns of an operand are alike)."""
+    pool = _pool.get(dtype)
     if pool is None:
-        pool = _pool[x.dtype] = (np.random.default_rng(_SEED).random(POOL, dtype=x.dtype) * 2 - 1).astype(x.dtype)
-    flat = np.resize(pool, x.size)
-    return flat.reshape(x.shape) if layout == "C" else flat.reshape(x.shape[::-1]).T
+        pool = _pool[dtype] = (np.random.default_rng(_SEED).random(POOL, dtype=dtype) * 2 - 1).astype(dtype)
+    flat = np.resize(pool, int(np.prod(shape)))
+    return flat.reshape(shape) if layout == "C" else flat.reshape(shape[::-1]).T
+
+
+def _remembered(record: dict, kind: tuple, trial):
+    """``record[kind]``, found by ``trial()`` the first time (and kept); None where the trial
+    does not run: the record holds :data:`MOST_KINDS` kinds already (a process meeting ever new
+    shapes, a campaign), or its operands do not fit the run's memory budget (MemoryError)."""
+    try:
+        return record[kind]
+    except KeyError:
+        pass
+    if len(record) >= MOST_KINDS:
+        return None
+    try:
+        found = trial()
+    except MemoryError:
+        return None
+    with _lock:
+        record[kind] = found
+    return found
 
 
 def _kept(a: np.ndarray, b: np.ndarray, layouts: tuple, cuts: list, exact: bool) -> tuple | None:
@@ -128,7 +147,7 @@ def _kept(a: np.ndarray, b: np.ndarray, layouts: tuple, cuts: list, exact: bool)
     if exact:
         (_, took), (_, cut_took) = _timed(lambda: np.dot(a, b)), _timed(lambda: _run(a, b, cuts[0]))
         return cuts[0] if cut_took <= FASTER * took else None
-    ta, tb = _like(a, layouts[0]), _like(b, layouts[1])
+    ta, tb = _like(a.shape, a.dtype, layouts[0]), _like(b.shape, b.dtype, layouts[1])
     whole, took = _timed(lambda: np.dot(ta, tb))
     bits = whole.view(np.uint8)
     for cut in cuts:
@@ -162,23 +181,14 @@ def same_in_c_order(rows, b: np.ndarray) -> bool:
     read the view. One trial per kind, at most :data:`MOST_KINDS` kinds and
     :data:`MOST_TRIED` elements (False beyond). To be called on one BLAS thread."""
     k = b.shape[0]
-    for r in rows:
-        kind = (r, b.shape, b.dtype)
-        same = _orders.get(kind)
-        if same is None:
-            if len(_orders) >= MOST_KINDS or r * k + b.size > MOST_TRIED or b.dtype.kind != "f":
-                return False
-            ta = _like(np.broadcast_to(np.zeros((), b.dtype), (r, k)), "C")
-            tb = _like(b, "C")
-            try:
-                same = np.array_equal(np.dot(ta, tb).view(np.uint8), np.dot(ta, np.asfortranarray(tb)).view(np.uint8))
-            except MemoryError:  # the trial's operands do not fit the run's memory budget
-                return False
-            with _lock:
-                _orders[kind] = same
-        if not same:
-            return False
-    return True
+
+    def trial(r: int) -> bool:
+        ta, tb = _like((r, k), b.dtype, "C"), _like(b.shape, b.dtype, "C")
+        return np.array_equal(np.dot(ta, tb).view(np.uint8), np.dot(ta, np.asfortranarray(tb)).view(np.uint8))
+
+    if b.dtype.kind != "f" or any(r * k + b.size > MOST_TRIED for r in rows):
+        return False
+    return all(_remembered(_orders, (r, b.shape, b.dtype), lambda r=r: trial(r)) for r in rows)
 
 
 def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray | None:
@@ -196,17 +206,10 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
     if not exact and (la is None or lb is None or a.size + b.size > MOST_TRIED):
         return None
     parts = _parallel.threads()
-    kind = (a.shape, b.shape, a.dtype, la, lb, parts, exact)
-    try:
-        cut = _kinds[kind]
-    except KeyError:
-        if len(_kinds) >= MOST_KINDS:  # a process meeting ever new shapes (a campaign): one call
-            return None
+
+    def trial() -> tuple | None:
         cuts = _even_cuts(m, n, parts) if exact else _cuts(m, n, parts)
-        try:
-            cut = _kept(a, b, (la, lb), cuts, exact) if cuts else None
-        except MemoryError:  # the trial's operands do not fit the run's memory budget: one call
-            return None
-        with _lock:
-            _kinds[kind] = cut
+        return _kept(a, b, (la, lb), cuts, exact) if cuts else None
+
+    cut = _remembered(_kinds, (a.shape, b.shape, a.dtype, la, lb, parts, exact), trial)
     return None if cut is None else _run(a, b, cut)

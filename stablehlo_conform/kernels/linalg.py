@@ -265,11 +265,17 @@ def _dot_plan(lshape, rshape, lb, rb, lc, rc):
             *mats, bshape + lfs + rfs)
 
 
-def _dot(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray:
+def _dot(a: np.ndarray, b: np.ndarray, exact: bool = False, out: np.ndarray | None = None) -> np.ndarray:
     """``np.dot`` of 2-D operands, or its cut where one gives its bits
-    (:func:`._split_gemm.split_product`), on the BLAS thread the caller set."""
+    (:func:`._split_gemm.split_product`), on the BLAS thread the caller set; into ``out``
+    where given (``np.dot`` writes the same values there as into an array of its own)."""
     split = split_product(a, b, exact)
-    return np.dot(a, b) if split is None else split
+    if split is None:
+        return np.dot(a, b) if out is None else np.dot(a, b, out=out)
+    if out is None:
+        return split
+    out[...] = split
+    return out
 
 
 def _fast_dot_general(op):
@@ -563,16 +569,11 @@ def _conv_gemm_blocked(v: np.ndarray, w2: np.ndarray, cdt: np.dtype) -> np.ndarr
 
 def _one_block(blk: np.ndarray, wt: np.ndarray, out: np.ndarray) -> None:
     """The GEMM of a convolution of one block (:func:`_conv_gemm_blocked`): the block gathered,
-    and multiplied by one ``np.dot`` into ``out``, or in pieces on several threads where they
-    give that call's bits (:func:`._split_gemm.split_product`; ``np.dot`` writes the same
-    values into ``out`` as into an array of its own)."""
+    and multiplied into ``out`` by :func:`_dot` (one ``np.dot``, or pieces on several threads
+    where they give that call's bits)."""
     dst = np.empty((out.shape[0], wt.shape[0]), dtype=wt.dtype)
     np.copyto(dst.reshape(blk.shape), blk)
-    split = split_product(dst, wt)
-    if split is None:
-        np.dot(dst, wt, out=out)
-    else:
-        out[...] = split
+    _dot(dst, wt, out=out)
 
 
 def _taker(items: list):
