@@ -17,7 +17,7 @@ from stablehlo_conform import frontend, load
 from stablehlo_conform.engine import Engine, codegen
 from stablehlo_conform.errors import ConformError
 from stablehlo_conform.harness.programs.recipe import read_recipe
-from stablehlo_conform.kernels import _blas_threads, _parallel, linalg
+from stablehlo_conform.kernels import _blas_threads, _parallel, _split_gemm, linalg
 from test_engine import _assert_generated_matches_stepwise, _outputs
 from test_zoo_generated import zoo_stepwise
 
@@ -119,6 +119,18 @@ def test_a_group_runs_its_last_products_alone_where_that_is_sooner():
     assert codegen._alone((4 * big, big, big), 2) == 0  # one thread: 4, the other: 1 + 1
     assert codegen._alone((small, small, small), 2) == 0
     assert codegen._alone((big, big, big), 3) == 0
+
+
+def test_the_peel_follows_the_cut_threshold_in_force(monkeypatch):
+    """The decision is remembered per threshold: a product below a raised
+    ``_split_gemm.MIN_MACS`` is not cut, so it is no longer peeled, and it is again once the
+    threshold is back."""
+    big = 1 << 27
+    assert codegen._alone((big, big, big), 2) == 1
+    monkeypatch.setattr(_split_gemm, "MIN_MACS", 2 * big)
+    assert codegen._alone((big, big, big), 2) == 0
+    monkeypatch.undo()
+    assert codegen._alone((big, big, big), 2) == 1
 
 
 def test_a_group_of_three_large_projections_is_bit_for_bit(groups, monkeypatch):

@@ -833,13 +833,18 @@ def _group(sizes: tuple, *calls) -> list:
         raise _Ungrouped() from e
 
 
-@functools.lru_cache(maxsize=1024)
 def _alone(sizes: tuple, n: int) -> int:
+    """:func:`_alone_at` with the current :data:`~..kernels._split_gemm.MIN_MACS`."""
+    return _alone_at(sizes, n, _split_gemm.MIN_MACS)
+
+
+@functools.lru_cache(maxsize=1024)
+def _alone_at(sizes: tuple, n: int, least: int) -> int:
     """How many of a group's last products (``sizes``: multiply-adds, largest first) run after
     the others, on their own (0: all at once): where the products come in a number that is
     no multiple of ``n`` threads, the last ones would run while threads stand idle (three
     products of one size on two threads: two rounds of one call). Run alone, a product of at
-    least :data:`~..kernels._split_gemm.MIN_MACS` may be cut on every thread: its time taken
+    least ``least`` multiply-adds (the products' cut threshold) may be cut on every thread: its time taken
     as its size over ``n``. Chosen where that time, added to the others' at once (each thread
     taking the next product when free), is below the time of all at once."""
     def at_once(xs: tuple) -> int:
@@ -851,7 +856,7 @@ def _alone(sizes: tuple, n: int) -> int:
     best, alone = at_once(sizes), 0
     for m in range(1, len(sizes)):
         rest = sizes[len(sizes) - m:]
-        if min(rest) < _split_gemm.MIN_MACS:
+        if min(rest) < least:
             break
         took = at_once(sizes[:len(sizes) - m]) + sum(rest) / n
         if took < best:
