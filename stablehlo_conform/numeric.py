@@ -282,8 +282,8 @@ def midpoint_screen(dt: np.dtype, f64_ulps: int = 4):
     consts = _midpoint_constants(np.dtype(dt), f64_ulps)
     if consts is None:
         return None
-    shift, low, width, lo, _ = consts
-    add, bit_and, left_shift, least = np.add, np.bitwise_and, np.left_shift, np.minimum.reduce
+    lo = consts[3]
+    left_shift, least = np.left_shift, np.minimum.reduce
 
     def screen(r: np.ndarray) -> bool:
         if r.size == 0:
@@ -291,12 +291,64 @@ def midpoint_screen(dt: np.dtype, f64_ulps: int = 4):
         bits = r.view(np.uint64)
         if not bits.ndim:
             bits = bits.reshape(1)  # ufuncs of 0-d arrays return scalars, which take no out=
-        work = add(bits, shift)
-        bit_and(work, low, out=work)
-        if least(work, axis=None) <= width:
+        work = np.empty(bits.shape, np.uint64)
+        if _in_window(bits, consts, work):
             return True
         left_shift(bits, _ONE, out=work)  # the magnitude's bits, shifted left by one
         return bool(least(work, axis=None) < lo)
+
+    return screen
+
+
+def _in_window(bits: np.ndarray, consts: tuple, work: np.ndarray) -> bool:
+    """The bit test of :func:`near_midpoint` over the f64 bit patterns ``bits``, written into
+    ``work`` (``bits`` itself, or an array of its shape): whether some pattern's low bits lie
+    in the window around the midpoint pattern (its least low bits, offset, at most its
+    width)."""
+    shift, low, width = consts[:3]
+    np.add(bits, shift, out=work)
+    np.bitwise_and(work, low, out=work)
+    return bool(np.minimum.reduce(work, axis=None) <= width)
+
+
+@lru_cache(maxsize=None)
+def rounded_screen(dt: np.dtype, f64_ulps: int = 4):
+    """``screen(r, rounded) -> bool``: :func:`midpoint_screen`'s question about the f64 values
+    ``r`` (a C-contiguous array of at least one element, which the caller owns and gives up:
+    the screen overwrites it), given ``rounded``, ``r`` cast into ``dt`` (f16 or f32, C-contiguous,
+    of ``r``'s shape). False when no element of :func:`near_midpoint` ``(r, dt, f64_ulps)`` is
+    true; True where some may be. None where :func:`near_midpoint` has no bit test for ``dt``.
+
+    The bit test is :func:`midpoint_screen`'s, run in ``r``'s own buffer (no temporary). Its
+    range test (a zero, or a magnitude below ``2**emin`` of ``dt``, which the bit test does not
+    cover) is made on ``rounded``, which has half or a quarter of the bytes: rounding is
+    monotonic and ``2**emin`` is a value of ``dt``, so each such element of ``r`` rounds to a
+    magnitude of at most ``2**emin``. The screen first asks whether the least rounded value
+    exceeds ``2**emin`` (one pass: an ``exp`` or a ``logistic`` has no negative value), then
+    whether the least rounded magnitude does (a NaN is no magnitude below it, as in
+    :func:`midpoint_screen`). So it answers True wherever :func:`midpoint_screen` does, and on
+    a few arrays more (an element rounded to ``2**emin`` exactly), where the caller then takes
+    the long way."""
+    dt = np.dtype(dt)
+    consts = _midpoint_constants(dt, f64_ulps)
+    ut = _SIGN_BITS.get(dt)
+    if consts is None or ut is None or dt.itemsize > 4:
+        return None
+    tiny = dt.type(np.finfo(dt).tiny)
+    edge = ut(int(np.array(tiny, dt).view(ut)) << 1)  # 2**emin's magnitude bits, shifted left by one
+    one = ut(1)
+    left_shift, least = np.left_shift, np.minimum.reduce
+
+    def screen(r: np.ndarray, rounded: np.ndarray) -> bool:
+        bits = r.reshape(-1).view(np.uint64)
+        if _in_window(bits, consts, bits):
+            return True
+        if least(rounded, axis=None) > tiny:
+            return False
+        narrow = rounded.reshape(-1).view(ut)
+        mags = bits.view(ut)[:narrow.size]  # r's buffer once more, as scratch
+        left_shift(narrow, one, out=mags)  # the magnitudes' bits, shifted left by one
+        return bool(least(mags) <= edge)
 
     return screen
 

@@ -598,6 +598,57 @@ def test_may_be_near_midpoint_is_false_only_where_no_element_is_near_one(dt):
         assert may_be_near_midpoint(r, dt) == (abs(special) < 1)
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_rounded_screen_clears_only_what_the_midpoint_screen_clears(dt):
+    """The screen reading the rounded values answers True wherever near_midpoint marks an
+    element (and wherever the f64-only screen answers True); False on values far from every
+    midpoint, whatever their signs; True on a zero or a magnitude below the normal range
+    (the long way), and on a value rounded to the least normal number exactly (a case the
+    f64-only screen clears: this screen errs on the long side only)."""
+    from stablehlo_conform.numeric import midpoint_screen, near_midpoint, rounded_screen
+
+    dt = np.dtype(dt)
+    screen, quick = rounded_screen(dt), midpoint_screen(dt)
+
+    def both(r):
+        ours = screen(r.copy(), r.astype(dt))
+        assert ours >= quick(r)  # never clears what the f64-only screen does not
+        return ours
+
+    rng = np.random.default_rng(12)
+    lo = rng.standard_normal(64).astype(dt).astype(np.float64)
+    hi = np.nextafter(lo.astype(dt), np.asarray(np.inf, dt)).astype(np.float64)
+    mid = (lo + hi) / 2
+    for r in (mid, np.nextafter(mid, np.inf), mid + 3 * np.spacing(mid), mid - 4 * np.spacing(mid)):
+        assert near_midpoint(r, dt).any() and both(r)
+    far = (3 * lo + hi) / 4
+    assert not near_midpoint(far, dt).any()
+    assert not both(far) and not both(np.abs(far)) and not both(-np.abs(far))
+    tiny = float(np.finfo(dt).tiny)
+    for special, long_way in ((0.0, True), (-0.0, True), (1e-300, True), (-tiny / 3, True), (tiny, True),
+                              (np.inf, False), (-np.inf, False), (np.nan, False), (2 * tiny, False)):
+        r = np.abs(far)
+        r[7] = special
+        assert not near_midpoint(r, dt).any()
+        assert both(r) == long_way, special
+    # the least normal number itself: the f64-only screen clears it, this one does not
+    r = np.abs(far)
+    r[7] = tiny
+    assert not quick(r) and screen(r.copy(), r.astype(dt))
+
+
+def test_rounded_screen_writes_over_its_f64_operand_only():
+    from stablehlo_conform.numeric import rounded_screen
+
+    r = np.array([0.3, 0.7, 1.9])
+    rounded = r.astype(np.float32)
+    kept = rounded.copy()
+    assert rounded_screen(np.dtype(np.float32))(r, rounded) is False
+    assert np.array_equal(rounded.view(np.uint32), kept.view(np.uint32))
+    assert not np.array_equal(r, [0.3, 0.7, 1.9])  # the bit test ran in r's buffer
+    assert rounded_screen(np.dtype(np.float64)) is None and rounded_screen(np.dtype(ml_dtypes.bfloat16)) is None
+
+
 def test_may_be_near_midpoint_takes_rank_0_and_strided_values():
     from stablehlo_conform.numeric import may_be_near_midpoint, near_midpoint
 

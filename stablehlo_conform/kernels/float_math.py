@@ -28,7 +28,7 @@ from ._lazy import special as sc
 
 from . import _extended as X
 from . import _fast
-from ..numeric import C128, F32, F64, make_complex, midpoint_screen, near_midpoint, wide
+from ..numeric import C128, F32, F64, make_complex, midpoint_screen, near_midpoint, rounded_screen, wide
 from ..opinfo import DEQUANTIZE, EXACT, FastPath
 from .elementwise import _kind, binary, exact_float_fn, float_fn, int_fn, unary
 
@@ -119,15 +119,17 @@ def rounded_once_fast(f, g):
     of :mod:`.chlo_elementwise`): on an f16 or f32 tensor, ``f`` of the widened operand
     rounded into the type, one block of :data:`SCREEN_BLOCK` elements at a time (its f64
     values stay in cache), where no element of the block lies near a rounding midpoint
-    (:func:`~stablehlo_conform.numeric.midpoint_screen`: what ``float_fn`` returns there);
-    ``g`` of the block otherwise (``float_fn`` is element-wise); ``g`` itself on other types
-    (:func:`._fast.elementwise`).
+    (:func:`~stablehlo_conform.numeric.rounded_screen`, which reads the rounded block and
+    writes over the f64 one, or :func:`~stablehlo_conform.numeric.midpoint_screen` where ``f``
+    returns an array that is not its own: what ``float_fn`` returns there); ``g`` of the
+    block otherwise (``float_fn`` is element-wise; ``f`` computed once more where the screen
+    wrote over it); ``g`` itself on other types (:func:`._fast.elementwise`).
 
     Bit for bit ``float_fn``'s value: it computes the same ``f`` of the same widened values,
     rounds them with the same cast, and returns that cast wherever
-    :func:`~stablehlo_conform.numeric.may_be_near_midpoint` clears every element, which the
-    screen's bit test decides alike (``tests/test_fast_paths.py``); in a block it does not clear,
-    the elements near a midpoint go to ``g``, the kernel's own function
+    :func:`~stablehlo_conform.numeric.may_be_near_midpoint` clears every element, which both
+    screens clear only where it does (``tests/test_fast_paths.py``); in a block they do not
+    clear, the elements near a midpoint go to ``g``, the kernel's own function
     (:func:`screened_out`)."""
     general = _fast.elementwise(g)
 
@@ -138,18 +140,21 @@ def rounded_once_fast(f, g):
         (src,), dt, shape = types
         if src != dt or dt not in (F32, _F16) or not shape:
             return general(op)
-        screen = midpoint_screen(dt)
+        screen, scratch = midpoint_screen(dt), rounded_screen(dt)
         size = int(np.prod(shape))
 
-        def one(x, into=None):  # into: where the result goes (the same cast, in place)
+        def one(x, into=None):  # into: where the result goes
             r = f(x.astype(F64))
-            if screen(r):
-                r = screened_out(g, dt, x, r)
-            elif into is None:
-                return r.astype(dt)
-            if into is None:
-                return r
-            np.copyto(into, r, casting="same_kind")
+            res = np.empty(r.shape, dt) if into is None else into
+            np.copyto(res, r, casting="same_kind")
+            if r.ndim and r.dtype == F64 and r.flags.owndata and r.flags.c_contiguous and r.flags.writeable:
+                if not scratch(r, res):
+                    return res
+                r = f(x.astype(F64))  # the screen wrote over r
+            elif not screen(r):
+                return res
+            res[...] = screened_out(g, dt, x, r)
+            return res
 
         if size <= SCREEN_BLOCK:
             return FastPath(one, fresh=True)
