@@ -22,7 +22,8 @@ side by side in one process:
 Every run is timed by two clocks at once, wall time and the process's CPU time
 (every thread's, XLA's compiler and runtime threads included; on a loaded
 machine wall time mostly measures waiting for a core): two tables, each figure
-the median of ``--repeat`` runs. The reference interpreter (a child process:
+the median of ``--repeat`` runs. numpy and XLA take turns, run by run (cold runs
+first, then warm ones), so that a slower spell of the machine falls on both. The reference interpreter (a child process:
 ``stablehlo-translate --interpret``) runs each program once, cold, where it
 can (wall time only), after every program has been timed. Results of XLA and
 the reference are compared with numpy's. The ratios printed are numpy/xla, cold
@@ -206,14 +207,18 @@ def _timed(fn):
     return out, (w2 - w, c2 - c)
 
 
-def _median(fn, repeat: int):
-    """(median wall seconds, median cpu seconds) of ``repeat`` runs, and the last result."""
-    times = []
-    out = None
+def _medians(fns: dict, repeat: int) -> tuple[dict, dict]:
+    """For each of ``fns`` (name -> function), (median wall seconds, median cpu seconds) of
+    ``repeat`` runs, and its last result: ``repeat`` rounds, each running every function once
+    in turn, so that a slower spell of the machine falls on every side of a ratio alike."""
+    times: dict = {k: [] for k in fns}
+    outs: dict = {}
     for _ in range(repeat):
-        out, t = _timed(fn)
-        times.append(t)
-    return (statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)), out
+        for k, fn in fns.items():
+            outs[k], t = _timed(fn)
+            times[k].append(t)
+    return {k: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
+            for k, ts in times.items()}, outs
 
 
 def _differs(out, expect) -> bool:
@@ -235,9 +240,6 @@ def bench(name, text, inputs, repeat: int) -> tuple[dict, tuple]:
         (mod,) = load(text)
         return mod, Engine(mod).call("main", inputs)
 
-    row["np_cold"], (mod, out) = _median(numpy_cold, repeat)
-    row["np_warm"], _ = _median(lambda: Engine(mod).call("main", inputs), repeat)
-
     xla = get_backend("xla")
 
     def xla_cold():
@@ -245,11 +247,20 @@ def bench(name, text, inputs, repeat: int) -> tuple[dict, tuple]:
         return xla.execute(text, list(inputs))
 
     try:
-        row["xla_cold"], xout = _median(xla_cold, repeat)
-        row["xla_warm"], _ = _median(lambda: xla.execute(text, list(inputs)), repeat)
-        row["xla_differs"] = _differs(xout, out)
-    except Exception as e:  # a program XLA cannot run
+        xla_cold()
+    except Exception as e:  # a program XLA cannot run: numpy alone
         row["xla_cold"] = row["xla_warm"] = type(e).__name__
+        xla = None
+    cold = {"np_cold": numpy_cold} if xla is None else {"np_cold": numpy_cold, "xla_cold": xla_cold}
+    medians, outs = _medians(cold, repeat)
+    mod, out = outs["np_cold"]
+    warm = {"np_warm": lambda: Engine(mod).call("main", inputs)}
+    if xla is not None:
+        warm["xla_warm"] = lambda: xla.execute(text, list(inputs))
+    more, _ = _medians(warm, repeat)
+    row.update(medians, **more)
+    if xla is not None:
+        row["xla_differs"] = _differs(outs["xla_cold"], out)
     return row, out
 
 
