@@ -23,7 +23,9 @@ Every run is timed by two clocks at once, wall time and the process's CPU time
 (every thread's, XLA's compiler and runtime threads included; on a loaded
 machine wall time mostly measures waiting for a core): two tables, each figure
 the median of ``--repeat`` runs. numpy and XLA take turns, run by run (cold runs
-first, then warm ones), so that a slower spell of the machine falls on both. The reference interpreter (a child process:
+first, then warm ones), so that a slower spell of the machine falls on both; a
+timed warm run comes right after an untimed one of its own side, so that it
+finds the caches as a repeated run of that side leaves them. The reference interpreter (a child process:
 ``stablehlo-translate --interpret``) runs each program once, cold, where it
 can (wall time only), after every program has been timed. Results of XLA and
 the reference are compared with numpy's. The ratios printed are numpy/xla, cold
@@ -207,14 +209,18 @@ def _timed(fn):
     return out, (w2 - w, c2 - c)
 
 
-def _medians(fns: dict, repeat: int) -> tuple[dict, dict]:
+def _medians(fns: dict, repeat: int, again: bool = False) -> tuple[dict, dict]:
     """For each of ``fns`` (name -> function), (median wall seconds, median cpu seconds) of
-    ``repeat`` runs, and its last result: ``repeat`` rounds, each running every function once
-    in turn, so that a slower spell of the machine falls on every side of a ratio alike."""
+    ``repeat`` runs, and its last result: ``repeat`` rounds, each running every function in
+    turn, so that a slower spell of the machine falls on every side of a ratio alike.
+    ``again``: each function runs once untimed before its timed run in a round (a warm run
+    then finds the caches as its own last run left them, not as the other side's did)."""
     times: dict = {k: [] for k in fns}
     outs: dict = {}
     for _ in range(repeat):
         for k, fn in fns.items():
+            if again:
+                fn()
             outs[k], t = _timed(fn)
             times[k].append(t)
     return {k: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
@@ -257,7 +263,7 @@ def bench(name, text, inputs, repeat: int) -> tuple[dict, tuple]:
     warm = {"np_warm": lambda: Engine(mod).call("main", inputs)}
     if xla is not None:
         warm["xla_warm"] = lambda: xla.execute(text, list(inputs))
-    more, _ = _medians(warm, repeat)
+    more, _ = _medians(warm, repeat, again=True)
     row.update(medians, **more)
     if xla is not None:
         row["xla_differs"] = _differs(outs["xla_cold"], out)
