@@ -314,8 +314,8 @@ def _in_window(bits: np.ndarray, consts: tuple, work: np.ndarray) -> bool:
 @lru_cache(maxsize=None)
 def rounded_screen(dt: np.dtype, f64_ulps: int = 4):
     """``screen(r, rounded) -> bool``: :func:`midpoint_screen`'s question about the f64 values
-    ``r`` (a C-contiguous array of at least one element, which the caller owns and gives up:
-    the screen overwrites it), given ``rounded``, ``r`` cast into ``dt`` (f16 or f32, C-contiguous,
+    ``r`` (a C-contiguous array, which the caller owns and gives up: the screen overwrites
+    it), given ``rounded``, ``r`` cast into ``dt`` (f16 or f32, C-contiguous,
     of ``r``'s shape). False when no element of :func:`near_midpoint` ``(r, dt, f64_ulps)`` is
     true; True where some may be. None where :func:`near_midpoint` has no bit test for ``dt``.
 
@@ -340,6 +340,8 @@ def rounded_screen(dt: np.dtype, f64_ulps: int = 4):
     left_shift, least = np.left_shift, np.minimum.reduce
 
     def screen(r: np.ndarray, rounded: np.ndarray) -> bool:
+        if r.size == 0:
+            return False
         bits = r.reshape(-1).view(np.uint64)
         if _in_window(bits, consts, bits):
             return True

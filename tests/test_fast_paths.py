@@ -24,6 +24,7 @@ from stablehlo_conform import numeric as _numeric
 from stablehlo_conform.kernels import elementwise, linalg, reduction
 
 from kernel_util import SUITE, assert_suite_file_passes, one
+from test_engine import _assert_generated_matches_stepwise
 from test_reduction import general_only, reduce_text, window_text
 
 
@@ -635,6 +636,22 @@ def test_rounded_screen_clears_only_what_the_midpoint_screen_clears(dt):
     r = np.abs(far)
     r[7] = tiny
     assert not quick(r) and screen(r.copy(), r.astype(dt))
+
+
+def test_rounded_once_functions_of_empty_and_rank_0_tensors():
+    """exp and tanh of f32/f16 tensors with no element, and of rank 0, generated as step by
+    step (an empty block has no least element to screen)."""
+    for t in ("f32", "f16"):
+        for shape, dims in (("0x3x", (0, 3)), ("", ())):
+            ty = f"tensor<{shape}{t}>"
+            text = f"""func.func @main(%x: {ty}) -> {ty} {{
+  %0 = stablehlo.exponential %x : {ty}
+  %1 = stablehlo.tanh %0 : {ty}
+  return %1 : {ty}
+}}"""
+            x = np.full(dims, -0.75, np.float32 if t == "f32" else np.float16)
+            (mod,) = frontend.load_text(text)
+            assert _assert_generated_matches_stepwise(mod, "main", (x,))
 
 
 def test_rounded_screen_writes_over_its_f64_operand_only():

@@ -147,7 +147,7 @@ def rounded_once_fast(f, g):
             r = f(x.astype(F64))
             res = np.empty(r.shape, dt) if into is None else into
             np.copyto(res, r, casting="same_kind")
-            if r.ndim and r.dtype == F64 and r.flags.owndata and r.flags.c_contiguous and r.flags.writeable:
+            if r.size and r.dtype == F64 and r.flags.owndata and r.flags.c_contiguous and r.flags.writeable:
                 if not scratch(r, res):
                     return res
                 r = f(x.astype(F64))  # the screen wrote over r
