@@ -41,6 +41,13 @@ process), with bytecode caching on in the child (``PYTHONDONTWRITEBYTECODE``
 removed from its environment). ``stablehlo_conform``, its ``load`` and
 ``stablehlo_conform.engine`` are imported before the timed runs, as in the
 tables; the time of that import is printed too.
+
+The first line printed names the kernels NumPy's OpenBLAS runs (``SkylakeX``, ``Haswell``...),
+which set the speed of every float product, and the ``OPENBLAS_*`` settings of the environment
+that choose them. OpenBLAS picks the kernels of the CPU it finds unless ``OPENBLAS_CORETYPE``
+says otherwise; a host that pins older kernels there (``Haswell`` on an AVX-512 CPU) halves the
+speed of products: ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python scripts/bench_models.py
+...`` measures with the library's own choice, as on a machine without those settings.
 """
 
 from __future__ import annotations
@@ -371,6 +378,13 @@ def startup(name: str, text: str, inputs, runs: int) -> list[str]:
     return lines
 
 
+def _blas_line() -> str:
+    from stablehlo_conform.kernels._blas_threads import kernels
+
+    knobs = ", ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_"))
+    return f"numpy's BLAS kernels: {kernels() or 'not OpenBLAS'} ({knobs or 'no OPENBLAS_* settings'})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
@@ -408,6 +422,8 @@ def main() -> int:
     if not args.no_reference:
         for row, (_name, text, inputs, out) in zip(rows, programs):
             reference_run(row, text, inputs, out)
+    print(_blas_line())
+    print()
     _table(rows, 0, args.repeat)
     print()
     _table(rows, 1, args.repeat)

@@ -344,3 +344,90 @@ def test_layout_trials_run_once_per_kind_and_stop_at_the_bounds(fresh_orders, mo
         monkeypatch.setattr(_split_gemm, "MOST_KINDS", len(fresh_orders))
         assert not _split_gemm.same_in_c_order({4}, b)  # no more kinds: the copy
     assert len(fresh_orders) == 2
+
+
+# products of a few rows and a large right operand: a recurrent cell's steps (lstm_seq), a
+# small batch through a layer, f32 and f64
+FEW_ROW_SHAPES = [(4, 320, 1024, "C"), (4, 512, 1024, "C"), (16, 512, 1024, "F"), (1, 768, 3072, "C"),
+                  (32, 256, 2048, "C")]
+
+
+@pytest.fixture
+def fresh_widths(monkeypatch):
+    monkeypatch.setattr(_split_gemm, "_widths", {})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n,layout", FEW_ROW_SHAPES)
+def test_kept_column_blocks_give_the_whole_calls_bits(fresh_widths, monkeypatch, m, k, n, layout, dtype):
+    """Every width giving the whole call's bits is kept here (timing left out), so the blocks run
+    wherever they can; through the kernel's own function too, whichever path it takes."""
+    monkeypatch.setattr(_split_gemm, "FASTER", float("inf"))
+    rng = np.random.default_rng(m * 11 + k)
+    with one_blas_thread(), np.errstate(all="ignore"):
+        for trial in range(3):
+            a, b = _operands(m, k, n, layout, rng, dtype=dtype, specials=trial > 0)
+            whole = np.dot(a, b)
+            blocks = _split_gemm.blocked_product(a, b)
+            assert blocks is None or _bits(blocks) == _bits(whole)
+            assert _bits(linalg._dot(a, b)) == _bits(whole)
+            out = np.full((m, n), 7, dtype)
+            assert linalg._dot(a, b, out=out) is out and _bits(out) == _bits(whole)
+    assert len(_split_gemm._widths) == 1  # tried once
+
+
+def test_column_blocks_differing_in_one_bit_or_slower_are_not_kept(fresh_widths, monkeypatch):
+    real = _split_gemm._columns
+
+    def off_by_one_ulp(a, b, width):
+        out = real(a, b, width)
+        out[0, 0] = np.nextafter(out[0, 0], np.inf)
+        return out
+
+    a, b = _operands(4, 512, 1024, "C", np.random.default_rng(3), specials=False)
+    monkeypatch.setattr(_split_gemm, "FASTER", float("inf"))
+    monkeypatch.setattr(_split_gemm, "_columns", off_by_one_ulp)
+    with one_blas_thread():
+        assert _split_gemm.blocked_product(a, b) is None
+    assert list(_split_gemm._widths.values()) == [None]
+    monkeypatch.setattr(_split_gemm, "_widths", {})
+    monkeypatch.setattr(_split_gemm, "_columns", real)
+    monkeypatch.setattr(_split_gemm, "FASTER", 0.0)  # no block can take no time
+    with one_blas_thread():
+        assert _split_gemm.blocked_product(a, b) is None
+    assert list(_split_gemm._widths.values()) == [None]
+
+
+def test_the_fastest_width_giving_the_bits_is_kept(fresh_widths, monkeypatch):
+    """Trial times made up: 64 columns fastest but off by a bit, 128 next: 128 is kept."""
+    times = {None: 1.0, 64: 0.1, 128: 0.3, 256: 0.5}
+    real = _split_gemm._columns
+    width_of = {}
+
+    def columns(a, b, width):
+        out = real(a, b, width)
+        width_of[id(out)] = width
+        if width == 64:
+            out[0, 0] = np.nextafter(out[0, 0], np.inf)
+        return out
+
+    def timed(call):
+        out = call()
+        return out, times[width_of.get(id(out))]
+
+    monkeypatch.setattr(_split_gemm, "_columns", columns)
+    monkeypatch.setattr(_split_gemm, "_timed", timed)
+    a, b = _operands(4, 512, 1024, "C", np.random.default_rng(4), specials=False)
+    with one_blas_thread():
+        _split_gemm.blocked_product(a, b)
+    assert list(_split_gemm._widths.values()) == [128]
+
+
+@pytest.mark.parametrize("m,k,n", [(33, 512, 1024), (4, 512, 64), (4, 32, 4096), (4, 64, 256)])
+def test_products_outside_the_blocks_bounds_are_not_tried(fresh_widths, m, k, n):
+    """More rows than FEW_ROWS, too few columns, too short a contraction, too small a right
+    operand: the whole call, untried."""
+    a, b = _operands(m, k, n, "C", np.random.default_rng(5), specials=False)
+    with one_blas_thread():
+        assert _split_gemm.blocked_product(a, b) is None
+    assert _split_gemm._widths == {}

@@ -42,13 +42,31 @@ _ENTRY_POINTS = (
 _controls: tuple[Callable[[], int], Callable[[int], None]] | None | bool = False
 
 
-def _find() -> tuple[Callable[[], int], Callable[[int], None]] | None:
+def _libraries():
     libs_dir = os.path.dirname(np.__file__) + ".libs"
     for path in sorted(glob.glob(os.path.join(libs_dir, "*openblas*.so*"))):
         try:
-            lib = ctypes.CDLL(path)
+            yield ctypes.CDLL(path)
         except OSError:
             continue
+
+
+def kernels() -> str | None:
+    """The name of the kernels NumPy's OpenBLAS runs on this CPU (``"SkylakeX"``,
+    ``"Haswell"``: its own choice, or ``OPENBLAS_CORETYPE``'s where that is set), which fix the
+    last bits and the speed of every float product; None for another BLAS."""
+    for lib in _libraries():
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
+                     "openblas_get_corename"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+    return None
+
+
+def _find() -> tuple[Callable[[], int], Callable[[int], None]] | None:
+    for lib in _libraries():
         for get_name, set_name in _ENTRY_POINTS:
             get_fn = getattr(lib, get_name, None)
             set_fn = getattr(lib, set_name, None)

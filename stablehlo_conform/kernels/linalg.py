@@ -37,7 +37,7 @@ from ..numeric import is_float
 from ..opinfo import ACCUMULATE, DEQUANTIZE, DOT, FastPath
 from . import _fast, _parallel
 from ._blas_threads import one_blas_thread
-from ._split_gemm import same_in_c_order, split_product
+from ._split_gemm import blocked_product, same_in_c_order, split_product
 from .reduction import cast_result, contiguous, pad_dilate
 from .registry import kernel
 
@@ -266,10 +266,13 @@ def _dot_plan(lshape, rshape, lb, rb, lc, rc):
 
 
 def _dot(a: np.ndarray, b: np.ndarray, exact: bool = False, out: np.ndarray | None = None) -> np.ndarray:
-    """``np.dot`` of 2-D operands, or its cut where one gives its bits
-    (:func:`._split_gemm.split_product`), on the BLAS thread the caller set; into ``out``
+    """``np.dot`` of 2-D operands, or its cut where one gives its bits: pieces on several threads
+    (:func:`._split_gemm.split_product`) or column blocks on one
+    (:func:`._split_gemm.blocked_product`), on the BLAS thread the caller set; into ``out``
     where given (``np.dot`` writes the same values there as into an array of its own)."""
     split = split_product(a, b, exact)
+    if split is None:
+        split = blocked_product(a, b)
     if split is None:
         return np.dot(a, b) if out is None else np.dot(a, b, out=out)
     if out is None:
