@@ -431,3 +431,53 @@ def test_products_outside_the_blocks_bounds_are_not_tried(fresh_widths, m, k, n)
     with one_blas_thread():
         assert _split_gemm.blocked_product(a, b) is None
     assert _split_gemm._widths == {}
+
+
+NARROW = [ml_dtypes.bfloat16, np.float16, ml_dtypes.float8_e4m3fn]
+
+
+@pytest.mark.parametrize("dtype", NARROW, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("m,k,n,layout", [(128, 768, 768, "F"), (128, 768, 3072, "F"), (128, 3072, 768, "F"),
+                                          (197, 768, 768, "C"), (750, 384, 1536, "F")])
+def test_a_narrow_product_widened_and_rounded_in_its_pieces_gives_the_whole_products_bits(
+        two_threads, monkeypatch, dtype, m, k, n, layout):
+    """Every cut giving the widened product's bits is kept here (timing left out), so the pieces
+    run wherever a cut does; the oracle widens both operands whole, makes the whole f32 call
+    and rounds it (the kernel's computation before pieces); specials in the operands, into
+    the type's own result and into f32."""
+    monkeypatch.setattr(_split_gemm, "FASTER", float("inf"))
+    rng = np.random.default_rng(m + n + k)
+    cut = 0
+    with one_blas_thread(), np.errstate(all="ignore"):
+        for trial in range(3):
+            a, b = _operands(m, k, n, layout, rng, specials=trial > 0)
+            a, b = a.astype(dtype), b.astype(dtype)
+            wide = np.dot(a.astype(np.float32), b.astype(np.float32))
+            for out in (np.dtype(dtype), np.dtype(np.float32)):
+                pieces = _split_gemm.split_narrow_product(a, b, np.dtype(np.float32), out)
+                assert pieces is None or _bits(pieces) == _bits(wide.astype(out))
+                cut += pieces is not None
+                kernel = linalg.dot_general_arrays(a[None], b, (), (), (2,), (0,), out)
+                assert _bits(kernel) == _bits(wide.astype(out)[None])
+    # the widened product's kind, tried once and shared with split_product
+    assert list(_split_gemm._kinds) == [((m, k), (k, n), np.dtype(np.float32), "C", layout, 2, False)]
+    if not cut:
+        pytest.skip("no cut of this product keeps its bits on this machine's BLAS")
+
+
+def test_narrow_products_follow_the_widened_products_record(two_threads, monkeypatch):
+    """Where no cut of the widened product keeps its bits, the narrow one is not cut either."""
+    real = _split_gemm._run
+
+    def off_by_one_ulp(a, b, cut):
+        out = real(a, b, cut)
+        out.reshape(-1)[-1] = np.nextafter(out.reshape(-1)[-1], np.inf)
+        return out
+
+    monkeypatch.setattr(_split_gemm, "_run", off_by_one_ulp)
+    monkeypatch.setattr(_split_gemm, "FASTER", float("inf"))
+    a, b = (x.astype(ml_dtypes.bfloat16) for x in _operands(128, 768, 768, "F", np.random.default_rng(6), specials=False))
+    with one_blas_thread():
+        assert _split_gemm.split_narrow_product(a, b, np.dtype(np.float32), a.dtype) is None
+        assert _split_gemm.split_product(a.astype(np.float32), b.astype(np.float32)) is None
+    assert list(_split_gemm._kinds.values()) == [None]

@@ -37,7 +37,7 @@ from ..numeric import is_float
 from ..opinfo import ACCUMULATE, DEQUANTIZE, DOT, FastPath
 from . import _fast, _parallel
 from ._blas_threads import one_blas_thread
-from ._split_gemm import blocked_product, same_in_c_order, split_product
+from ._split_gemm import blocked_product, same_in_c_order, split_narrow_product, split_product
 from .reduction import cast_result, contiguous, pad_dilate
 from .registry import kernel
 
@@ -202,6 +202,11 @@ def dot_general_arrays(lhs, rhs, lb, rb, lc, rc, out_dtype) -> np.ndarray:
     R = (rhs if rperm is None else np.transpose(rhs, rperm)).reshape(rshape)
     if _batches_in_pieces(L, R, cdt, out_dtype):
         return _batched_matmul(L, R, cdt, np.dtype(out_dtype)).reshape(out_shape)
+    if cdt.kind == "f" and is_float(L.dtype) and is_float(out_dtype):
+        with one_blas_thread():
+            narrow = split_narrow_product(L, R, cdt, np.dtype(out_dtype))
+        if narrow is not None:  # widened and rounded in the product's pieces
+            return finish(narrow.reshape(out_shape), out_dtype)
     return finish(matmul_exact(L, R, cdt).reshape(out_shape), out_dtype)
 
 
