@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -568,6 +570,28 @@ def test_heap_thresholds_are_set_once_on_glibc():
     assert _heap.keep_freed_memory() is first
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert first is True
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="no /proc/self/statm")
+def test_freed_arrays_below_the_trim_threshold_stay_in_the_process():
+    """160 MiB of 4 MiB arrays, touched and freed, stay resident (glibc's own 64 MiB would give
+    about 96 MiB back to the kernel at once)."""
+    import platform
+
+    from stablehlo_conform.kernels import _heap
+
+    if not (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"):
+        pytest.skip("glibc's thresholds only")
+    assert _heap.keep_freed_memory() and _heap.TRIM_THRESHOLD >= 256 << 20
+    arrays = [np.ones(1 << 20, np.float32) for _ in range(40)]
+    held = _resident_bytes()
+    del arrays
+    assert _resident_bytes() > held - (32 << 20)
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e5m2])
