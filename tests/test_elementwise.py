@@ -765,3 +765,33 @@ def test_narrow_maximum_minimum_pick_the_operands_bits_on_large_tensors(name, dt
     assert np.isnan(r[0]) and np.isnan(r[3])
     zero_sign = name == "minimum"  # maximum: +0, minimum: -0, whichever operand holds it
     assert r[1] == 0 and r[2] == 0 and bool(np.signbit(r[1])) == bool(np.signbit(r[2])) == zero_sign
+
+
+@pytest.mark.parametrize("dt", [np.int8, ml_dtypes.bfloat16, np.float16, np.float32, np.int32, np.float64,
+                                np.uint64, np.complex64])
+def test_where_picks_each_elements_bits_as_np_where_does(dt):
+    """elementwise.where above BLEND_MIN elements (unsigned arithmetic on the bit patterns):
+    every bit pattern of either operand, NaN payloads, signed zeros and the patterns whose
+    difference wraps around included, bit for bit np.where's; below the bound and on
+    broadcast or mixed operands, np.where itself."""
+    from stablehlo_conform.kernels import elementwise as E
+    dt = np.dtype(dt)
+    ut = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(dt.itemsize)
+    rng = np.random.default_rng(5)
+    n = 3 * E.BLEND_MIN + 1
+    for size in (n, E.BLEND_MIN - 1):
+        if ut is None:
+            a = (rng.standard_normal(size) + 1j * rng.standard_normal(size)).astype(dt)
+            b = a[::-1].copy()
+        else:
+            a = rng.integers(0, np.iinfo(ut).max, size, dtype=ut, endpoint=True).view(dt)
+            b = rng.integers(0, np.iinfo(ut).max, size, dtype=ut, endpoint=True).view(dt)
+            b[:4] = np.array([0, np.iinfo(ut).max, 1, np.iinfo(ut).max - 1], ut).view(dt)
+            a[:4] = np.array([np.iinfo(ut).max, 0, np.iinfo(ut).max, 0], ut).view(dt)
+        pred = rng.random(size) < 0.5
+        pred[:4] = [True, True, False, True]
+        got, want = E.where(pred, a, b), np.where(pred, a, b)
+        assert got.dtype == dt and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+    scalar = np.zeros((), dt)
+    assert E.where(pred, a, scalar).tobytes() == np.where(pred, a, scalar).tobytes()
