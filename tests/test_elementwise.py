@@ -788,7 +788,7 @@ def test_where_picks_each_elements_bits_as_np_where_does(dt):
             b = rng.integers(0, np.iinfo(ut).max, size, dtype=ut, endpoint=True).view(dt)
             b[:4] = np.array([0, np.iinfo(ut).max, 1, np.iinfo(ut).max - 1], ut).view(dt)
             a[:4] = np.array([np.iinfo(ut).max, 0, np.iinfo(ut).max, 0], ut).view(dt)
-        pred = rng.random(size) < 0.5
+        pred = rng.integers(0, 4, size, dtype=np.uint8).view(np.bool_)  # bytes 2 and 3 are true too
         pred[:4] = [True, True, False, True]
         got, want = E.where(pred, a, b), np.where(pred, a, b)
         assert got.dtype == dt and got.shape == want.shape

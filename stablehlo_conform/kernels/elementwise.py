@@ -609,8 +609,9 @@ def where(pred, a, b):
     them (NaN payloads included), several times faster where ``pred`` changes at random.
     Computed on the patterns as unsigned integers of the elements' width ``k``, modulo
     ``2**k``: ``b + (a - b) * p`` with ``p`` 1 where ``pred`` holds and 0 elsewhere, which is
-    ``a``'s pattern where ``p`` is 1 and ``b``'s where it is 0 (three passes, the booleans read
-    as bytes in the product)."""
+    ``a``'s pattern where ``p`` is 1 and ``b``'s where it is 0 (three passes; NumPy's cast of a
+    boolean to an integer inside the product gives 1 for every nonzero byte, as ``np.where``
+    reads it)."""
     pred, a, b = np.asarray(pred), np.asarray(a), np.asarray(b)
     ut = _UINTS.get(a.dtype.itemsize)
     if (ut is None or a.size < BLEND_MIN or pred.dtype != np.bool_ or a.dtype != b.dtype
@@ -618,7 +619,7 @@ def where(pred, a, b):
         return np.where(pred, a, b)
     bb = b.view(ut)
     r = np.subtract(a.view(ut), bb)
-    np.multiply(r, pred.view(np.uint8), out=r, casting="unsafe")
+    np.multiply(r, pred, out=r, casting="unsafe")  # a boolean of any nonzero byte counts as 1
     r += bb
     return r.view(a.dtype)
 
