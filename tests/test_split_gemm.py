@@ -94,7 +94,8 @@ def test_some_zoo_products_are_cut(two_threads, monkeypatch):
     assert cut >= 1
 
 
-def test_a_cut_differing_in_one_bit_is_not_kept(two_threads, monkeypatch):
+def _cuts_off_by_one_ulp(monkeypatch) -> None:
+    """Every cut's pieces give the whole call's bits but in their last element, one ULP up."""
     real = _split_gemm._run
 
     def off_by_one_ulp(a, b, cut):
@@ -103,6 +104,10 @@ def test_a_cut_differing_in_one_bit_is_not_kept(two_threads, monkeypatch):
         return out
 
     monkeypatch.setattr(_split_gemm, "_run", off_by_one_ulp)
+
+
+def test_a_cut_differing_in_one_bit_is_not_kept(two_threads, monkeypatch):
+    _cuts_off_by_one_ulp(monkeypatch)
     a, b = _operands(197, 768, 768, "C", np.random.default_rng(1), specials=False)
     with one_blas_thread():
         assert _split_gemm.split_product(a, b) is None
@@ -467,14 +472,7 @@ def test_a_narrow_product_widened_and_rounded_in_its_pieces_gives_the_whole_prod
 
 def test_narrow_products_follow_the_widened_products_record(two_threads, monkeypatch):
     """Where no cut of the widened product keeps its bits, the narrow one is not cut either."""
-    real = _split_gemm._run
-
-    def off_by_one_ulp(a, b, cut):
-        out = real(a, b, cut)
-        out.reshape(-1)[-1] = np.nextafter(out.reshape(-1)[-1], np.inf)
-        return out
-
-    monkeypatch.setattr(_split_gemm, "_run", off_by_one_ulp)
+    _cuts_off_by_one_ulp(monkeypatch)
     monkeypatch.setattr(_split_gemm, "FASTER", float("inf"))
     a, b = (x.astype(ml_dtypes.bfloat16) for x in _operands(128, 768, 768, "F", np.random.default_rng(6), specials=False))
     with one_blas_thread():
