@@ -202,7 +202,8 @@ def dot_general_arrays(lhs, rhs, lb, rb, lc, rc, out_dtype) -> np.ndarray:
     R = (rhs if rperm is None else np.transpose(rhs, rperm)).reshape(rshape)
     if _batches_in_pieces(L, R, cdt, out_dtype):
         return _batched_matmul(L, R, cdt, np.dtype(out_dtype)).reshape(out_shape)
-    if cdt.kind == "f" and is_float(L.dtype) and is_float(out_dtype):
+    if (cdt.kind == "f" and L.dtype == R.dtype and is_float(L.dtype) and L.dtype.itemsize < cdt.itemsize
+            and is_float(out_dtype)):
         with one_blas_thread():
             narrow = split_narrow_product(L, R, cdt, np.dtype(out_dtype))
         if narrow is not None:  # widened and rounded in the product's pieces
