@@ -428,10 +428,10 @@ def test_the_fastest_width_giving_the_bits_is_kept(fresh_widths, monkeypatch):
     assert list(_split_gemm._widths.values()) == [128]
 
 
-@pytest.mark.parametrize("m,k,n", [(33, 512, 1024), (4, 512, 64), (4, 32, 4096), (4, 64, 256)])
+@pytest.mark.parametrize("m,k,n", [(33, 512, 1024), (0, 512, 1024), (4, 512, 64), (4, 32, 4096), (4, 64, 256)])
 def test_products_outside_the_blocks_bounds_are_not_tried(fresh_widths, m, k, n):
-    """More rows than FEW_ROWS, too few columns, too short a contraction, too small a right
-    operand: the whole call, untried."""
+    """More rows than FEW_ROWS or none, too few columns, too short a contraction, too small a
+    right operand: the whole call, untried."""
     a, b = _operands(m, k, n, "C", np.random.default_rng(5), specials=False)
     with one_blas_thread():
         assert _split_gemm.blocked_product(a, b) is None

@@ -326,7 +326,7 @@ def blocked_product(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype.kind != "f" or a.dtype.itemsize < 4:
         return None
     (m, k), n = a.shape, b.shape[1]
-    if m > FEW_ROWS or k < MIN_K or b.nbytes < LEAST_PACKED or n <= WIDTHS[0] or a.size + b.size > MOST_TRIED:
+    if not 0 < m <= FEW_ROWS or k < MIN_K or b.nbytes < LEAST_PACKED or n <= WIDTHS[0] or a.size + b.size > MOST_TRIED:
         return None
     la, lb = _layout(a), _layout(b)
     if la is None or lb is None:
