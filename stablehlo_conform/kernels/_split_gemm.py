@@ -160,11 +160,17 @@ def _kept(a: np.ndarray, b: np.ndarray, layouts: tuple, cuts: list, exact: bool)
     return _kept_on_trial(a.shape, b.shape, a.dtype, layouts, cuts)
 
 
-def _kept_on_trial(ashape: tuple, bshape: tuple, dtype: np.dtype, layouts: tuple, cuts: list) -> tuple | None:
-    """:func:`_kept` of a product that is not exact, from its kind alone."""
+def _whole_on_trial(ashape: tuple, bshape: tuple, dtype: np.dtype, layouts: tuple) -> tuple:
+    """Trial operands of a kind of product (:func:`_like`), the bytes of their whole call and
+    its time: what a cut or blocks of that kind are held to."""
     ta, tb = _like(ashape, dtype, layouts[0]), _like(bshape, dtype, layouts[1])
     whole, took = _timed(lambda: np.dot(ta, tb))
-    bits = whole.view(np.uint8)
+    return ta, tb, whole.view(np.uint8), took
+
+
+def _kept_on_trial(ashape: tuple, bshape: tuple, dtype: np.dtype, layouts: tuple, cuts: list) -> tuple | None:
+    """:func:`_kept` of a product that is not exact, from its kind alone."""
+    ta, tb, bits, took = _whole_on_trial(ashape, bshape, dtype, layouts)
     for cut in cuts:
         pieces, cut_took = _timed(lambda: _run(ta, tb, cut))
         if np.array_equal(pieces.view(np.uint8), bits):
@@ -301,16 +307,14 @@ def _columns(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def _fastest_width(a: np.ndarray, b: np.ndarray, layouts: tuple) -> int | None:
+def _fastest_width(ashape: tuple, bshape: tuple, dtype: np.dtype, layouts: tuple) -> int | None:
     """The width of :data:`WIDTHS` whose column blocks give the whole call's bits on trial
-    operands of ``a``'s and ``b``'s shapes and type in ``layouts``, in the least time and at
-    most :data:`FASTER` of the whole call's; None if none does."""
-    ta, tb = _like(a.shape, a.dtype, layouts[0]), _like(b.shape, b.dtype, layouts[1])
-    whole, took = _timed(lambda: np.dot(ta, tb))
-    bits = whole.view(np.uint8)
+    operands of these shapes and type in ``layouts``, in the least time and at most
+    :data:`FASTER` of the whole call's; None if none does."""
+    ta, tb, bits, took = _whole_on_trial(ashape, bshape, dtype, layouts)
     best, best_took = None, FASTER * took
     for width in WIDTHS:
-        if width >= b.shape[1]:
+        if width >= bshape[1]:
             break
         blocks, width_took = _timed(lambda: _columns(ta, tb, width))
         if width_took <= best_took and np.array_equal(blocks.view(np.uint8), bits):
@@ -331,5 +335,6 @@ def blocked_product(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     la, lb = _layout(a), _layout(b)
     if la is None or lb is None:
         return None
-    width = _remembered(_widths, (a.shape, b.shape, a.dtype, la, lb), lambda: _fastest_width(a, b, (la, lb)))
+    width = _remembered(_widths, (a.shape, b.shape, a.dtype, la, lb),
+                        lambda: _fastest_width(a.shape, b.shape, a.dtype, (la, lb)))
     return None if width is None else _columns(a, b, width)
