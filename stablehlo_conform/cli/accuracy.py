@@ -16,7 +16,7 @@ import time
 import click
 
 from ..harness.records import jsonout
-from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
+from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, interrupts_held, write_atomic
 from ..harness.records.stream import StreamError, read_lines, repair
 from ..types import ElementType
 from .backend_option import usable_backend
@@ -117,11 +117,14 @@ def accuracy(backends, ops, types, samples, seed, output, json_path, jsonl_path,
         sink = open(jsonl_path, "a")
 
     def on_cells(cells):
-        fresh.extend(cells)
-        if sink is not None:
-            for c in cells:
-                sink.write(jsonout.dumps(A.cell_dict(c)) + "\n")
-            sink.flush()
+        # held: a signal between counting the cells and writing them left the run record
+        # counting cells the file does not have
+        with interrupts_held():
+            fresh.extend(cells)
+            if sink is not None:
+                for c in cells:
+                    sink.write(jsonout.dumps(A.cell_dict(c)) + "\n")
+                sink.flush()
 
     finished = False
     interrupted: Interrupted | None = None

@@ -15,7 +15,7 @@ import click
 from ..harness.campaigns import exhaustive as E
 from ..harness.campaigns.cluster import ClusterError, Progress, executor
 from ..harness.records import jsonout
-from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, write_atomic
+from ..harness.records.guard import Interrupted, ignore_interrupts, interruptible, interrupts_held, write_atomic
 from ..harness.records.stream import StreamError, read_lines, repair
 from .backend_option import usable_backend
 from .common import outputs_ready
@@ -80,10 +80,11 @@ def run_exhaustive(backends, ops, types, range_, cluster, chunk_bits, jobs, json
         with interruptible():
             for _i, rec in pool.run(E.measure_chunk, tasks):
                 c = E.Chunk.from_json(rec)
-                fresh.append(c)
-                if sink is not None:
-                    sink.write(jsonout.dumps(c.to_json()) + "\n")
-                    sink.flush()
+                with interrupts_held():  # a chunk in the tables is a chunk in the file
+                    fresh.append(c)
+                    if sink is not None:
+                        sink.write(jsonout.dumps(c.to_json()) + "\n")
+                        sink.flush()
                 if progress is not None:
                     progress.update(c.hi - c.lo)
     except Interrupted as e:
