@@ -19,6 +19,7 @@ from ..kernels.indexing import update_in_place
 from ..kernels.registry import Registry
 from ..opinfo import FastPath
 from ..program import Block, Op, Region, walk_ops
+from . import chains as _chains
 from .steps import (_BR, _CALL, _COND_BR, _KERNEL, _RETURN, _SWITCH, _expectations, _folded_results, _late,
                     _locate, _result_bytes, _run_kernel, _unsupported)
 
@@ -439,6 +440,77 @@ class _Plan:
                         held[v] = max(held.get(v, a), a)
         return anchors, taken, held
 
+    def _chains(self, steps: tuple, held: dict) -> tuple[dict[int, list[int]], set[int]]:
+        """Chains of element-wise ops of ``steps`` (one block) computed block by block on the
+        process's threads (:mod:`.chains`): ``(chained, members)``, ``chained``: position ->
+        the positions of a chain's ops, emitted just before the step after its last op;
+        ``members``: the positions of every op of a chain. The operands of a chain's ops are
+        added to ``held`` (kept until the chain has run). Where :meth:`_groups` forms groups:
+        only in the plain variants without lanes, on more than one thread."""
+        if self.lanes or self.full or _parallel.threads() < 2:
+            return {}, set()
+        limit = next((j for j, step in enumerate(steps)
+                      if step[1] not in (_KERNEL, _CALL) or (step[1] == _KERNEL and step[3] is None)), len(steps))
+        fast = {k: fp for k, fp in self.fast.items() if k not in self.loops and k not in self.inplace}
+        chained: dict[int, list[int]] = {}
+        members: set[int] = set()
+        for chain in _chains.find(steps, limit, (_KERNEL,), fast, ELEMENTWISE):
+            at = chain[-1] + 1
+            chained[at] = chain
+            members.update(chain)
+            for m in chain:
+                for v in steps[m][4]:
+                    held[v] = max(held.get(v, at), at)
+        return chained, members
+
+    def _emit_chain(self, chain: list, release, code: list[str]) -> None:
+        """A chain (:meth:`_chains`) as one call: a function of the block of its operands'
+        elements at an index, computing each op's fast path on the blocks of its operands
+        (:class:`.chains.Chain`); its results read after it (its outputs) bound and stored,
+        then the values held for it released. Inside, a value is freed once read last, and a
+        ufunc writes its result into an operand of its type computed in the chain, read last
+        there and new (the result of a ufunc or of a fast path declared ``fresh``), as
+        :meth:`_reuse` does in the block."""
+        ops = {id(step[0]) for step in chain}
+        inputs: list[int] = []
+        computed: dict[int, np.dtype] = {}  # value -> its type, where a new array of the chain's
+        made: set[int] = set()
+        last: dict[int, int] = {}
+        for k, (op, kind, name, fn, operands, results, quant, fold) in enumerate(chain):
+            inputs.extend(v for v in operands if v not in made and v not in inputs)
+            last.update((v, k) for v in operands if v in made)
+            made.update(results)
+            fp = self.fast[id(op)]
+            if fp.out or fp.fresh:
+                computed[results[0]] = op.result_types[0].dtype
+        outs = [v for v in made if v in self.slots or any(id(o) not in ops for o in self.readers.get(v, ()))]
+        outs.sort(key=[step[5][0] for step in chain].index)
+        ns: dict[str, Any] = {}
+        lines = [f"    {''.join(f'w{k}, ' for k in range(len(inputs)))}= ins"]
+        for k, (op, kind, name, fn, operands, results, quant, fold) in enumerate(chain):
+            fp = self.fast[id(op)]
+            ns[f"f{k}"] = fp.call
+            args = "".join(f"u{v}, " if v in made else f"w{inputs.index(v)}[s], " for v in operands)
+            into = next((v for v in operands if fp.out and last.get(v) == k and v not in outs
+                         and computed.get(v) == op.result_types[0].dtype), None)
+            lines.append(f"    u{results[0]} = f{k}({args}{'' if into is None else f'out=u{into}'})")
+            dead = [f"u{v}" for v in dict.fromkeys(operands) if last.get(v) == k and v not in outs and v != into]
+            if dead:
+                lines.append(f"    {' = '.join(dead + ['None'])}")
+        src = "\n".join(["def body(ins, s):", *lines, f"    return ({''.join(f'u{v}, ' for v in outs)})"])
+        exec(compile(src, "<chain>", "exec"), ns)
+        shape = tuple(chain[0][0].result_types[0].shape)
+        types = {step[5][0]: step[0].result_types[0].dtype for step in chain}
+        dtypes = tuple(types[v] for v in outs)
+        key = f"K{len(self.ns)}"
+        self.ns[key] = _chains.Chain(ns["body"], shape, dtypes)
+        call = f"_chain({key}, ({self.refs(inputs, raw=True)}))"
+        code.append(f"{''.join(f'v{v}, ' for v in outs)}= {call}" if outs else call)
+        self.store(outs, code)
+        release = [v for v in release if v not in self.consts]
+        if release:
+            code.append(" = ".join([f"v{v}" for v in release] + ["None"]))
+
     def _emit_group(self, group: list, release, code: list[str]) -> None:
         """The products of a group (:meth:`_groups`) computed at once, the largest first (the
         threads each take the next one when free: the work is then spread evenly), their results
@@ -474,7 +546,8 @@ class _Plan:
         self.ns: dict[str, Any] = {
             "nd": np.ndarray, "Ctx": OpContext, "_mono": time.monotonic, "_clock": time.perf_counter,
             "_late": _late, "_unsupported": _unsupported, "_run_kernel": _run_kernel, "_A": np.asarray,
-            "_ignore": np.errstate, "_own": _own, "_group": _group, "_Ungrouped": _Ungrouped}
+            "_ignore": np.errstate, "_own": _own, "_group": _group, "_Ungrouped": _Ungrouped,
+            "_chain": _chain}
         self.consts: set[int] = set()
         self.make: dict[str, None] = {}  # lines of make(), in order
         self.located: dict[int, tuple[Op, int]] = {}
@@ -576,11 +649,15 @@ class _Plan:
             code.append(late.format(self.n))  # once per run of the block, per iteration of a loop
         dead: tuple = ()
         anchors, members, held = self._groups(steps)
+        chained, in_chains = self._chains(steps, held)
+        members = members | in_chains
         pending: dict[int, list[int]] = {}  # anchor -> the values to release after its group
         for j, (op, kind, name, fn, operands, results, quant, foldable) in enumerate(steps):
             dead = _hold(dead, held, j, pending)
             if dead:  # the values the step before read last (None: bound or not, as loops leave them)
                 code.append(" = ".join([f"v{v}" for v in dead] + ["None"]))
+            if j in chained:
+                self._emit_chain([steps[m] for m in chained[j]], () if j in anchors else pending.pop(j, ()), code)
             if j in anchors:
                 self._emit_group([steps[m] for m in anchors[j]], pending.pop(j, ()), code)
             dead = tuple(v for v in self.dead.get(id(op), ()) if v not in self.consts) if mode == "top" else ()
@@ -829,6 +906,15 @@ def _group(sizes: tuple, *calls) -> list:
             done = _parallel.run([functools.partial(f, *args) for f, args in calls[:k]], _parallel.PRODUCTS)
             return done + [f(*args) for f, args in calls[k:]]
         return [f(*args) for f, args in calls]
+    except Exception as e:
+        raise _Ungrouped() from e
+
+
+def _chain(chain: _chains.Chain, ins: tuple) -> tuple:
+    """A chain's outputs (:func:`.chains.run`); where one of its ops fails, :class:`_Ungrouped`
+    (the block then runs step by step, which raises the error of the first failing op)."""
+    try:
+        return _chains.run(chain, ins)
     except Exception as e:
         raise _Ungrouped() from e
 

@@ -1,0 +1,251 @@
+"""Chains of element-wise ops computed block by block on threads (``engine.chains``): the
+op-by-op results bit for bit (NaN payloads included), with the same strides; in blocks only
+where the whole calls give C-ordered results; a failing op or a fast path that computes no
+block falls back to the whole calls."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from stablehlo_conform import frontend
+from stablehlo_conform.engine import Engine, chains, codegen
+from stablehlo_conform.kernels import _parallel
+from test_fast_threads import _canonical, _raw, _specials, _t
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+@pytest.fixture
+def small_chains(monkeypatch):
+    """Chains of any size, cut into blocks of 97 elements (block edges inside rows), run on
+    threads even where threads do not pay; yields the chains found and a count of the runs in
+    blocks."""
+    monkeypatch.setattr(chains, "LEAST_ELEMENTS", 1)
+    monkeypatch.setattr(chains, "LEAST_WORK", 1)
+    monkeypatch.setattr(chains, "BLOCK", 97)
+    monkeypatch.setattr(_parallel, "PAYING_SPEEDUP", 0.0)
+    monkeypatch.setattr(_parallel, "_paying", [0, _parallel.BACK_OFF])
+    found, in_blocks = [], []
+    find, in_blocks_of = chains.find, chains.Chain.in_blocks
+
+    def finding(*a):
+        out = find(*a)
+        found.extend(out)
+        return out
+
+    def counting(self, ins):
+        ok = in_blocks_of(self, ins)
+        in_blocks.append(ok)
+        return ok
+
+    monkeypatch.setattr(chains, "find", finding)
+    monkeypatch.setattr(chains.Chain, "in_blocks", counting)
+    before = _parallel.threads()
+    yield found, in_blocks
+    _parallel.set_threads(before)
+
+
+def _runs(text: str, args, threads: int, times: int = 3) -> list:
+    """The outputs of ``times`` runs of ``text`` through generated blocks on ``threads`` threads
+    (after the runs that generate them: the plan of a block is made once, for the threads of
+    its time)."""
+    (mod,) = frontend.load_text(text)
+    _parallel.set_threads(threads)
+    for _ in range(6):
+        eng = Engine(mod)
+        eng.call("main", args)
+        if eng._runners:
+            break
+    else:
+        raise AssertionError("no block was generated")
+    return [list(Engine(mod).call("main", args)) for _ in range(times)]
+
+
+def _stepwise(mod, args) -> list:
+    eng = Engine(mod)
+    eng.generate_blocks = False
+    return [_canonical(o) for o in eng.call("main", args)]
+
+
+# an exact GELU as exporters write it (bf16 around an f32 erf), with splat constants, a bias
+# broadcast along rows, an intermediate result returned, a reduction reading an argument in the
+# middle of the chain (computed before it) and one reading the chain's result (after it)
+GELU = """
+func.func @main(%x: {T}, %b: {V}, %y: {F}) -> ({T}, {F}, tensor<{R}xf32>, tensor<{R}xf32>) {{
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %half = stablehlo.constant dense<0.5> : {T}
+  %c1 = stablehlo.constant dense<-0.7071> : {T}
+  %k = stablehlo.constant dense<1.1283791> : {F}
+  %one = stablehlo.constant dense<1.0> : {F}
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : ({V}) -> {T}
+  %0 = stablehlo.add %x, %bb : {T}
+  %1 = stablehlo.multiply %0, %half : {T}
+  %2 = stablehlo.negate %0 : {T}
+  %3 = stablehlo.multiply %2, %c1 : {T}
+  %4 = stablehlo.convert %3 : ({T}) -> {F}
+  %r = stablehlo.reduce(%y init: %zero) applies stablehlo.add across dimensions = [1] : ({F}, tensor<f32>) -> tensor<{R}xf32>
+  %5 = stablehlo.multiply %4, %4 : {F}
+  %6 = stablehlo.negate %5 : {F}
+  %7 = stablehlo.exponential %6 : {F}
+  %8 = stablehlo.multiply %7, %k : {F}
+  %9 = stablehlo.abs %4 : {F}
+  %c = stablehlo.compare LT, %9, %one : ({F}, {F}) -> {B}
+  %10 = stablehlo.tanh %4 : {F}
+  %11 = stablehlo.select %c, %10, %8 : {B}, {F}
+  %12 = stablehlo.subtract %one, %11 : {F}
+  %13 = stablehlo.divide %12, %y : {F}
+  %14 = stablehlo.convert %12 : ({F}) -> {T}
+  %15 = stablehlo.multiply %1, %14 : {T}
+  %s = stablehlo.reduce(%13 init: %zero) applies stablehlo.add across dimensions = [1] : ({F}, tensor<f32>) -> tensor<{R}xf32>
+  return %15, %13, %r, %s : {T}, {F}, tensor<{R}xf32>, tensor<{R}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("rows,cols", [(12, 301), (1, 2048), (37, 64)])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_gelu_chain_in_blocks_on_threads_is_the_op_by_op_one(small_chains, rows, cols, threads):
+    found, in_blocks = small_chains
+    shape = (rows, cols)
+    text = GELU.format(T=_t(shape, "bf16"), V=_t(shape[1:], "bf16"), F=_t(shape, "f32"), B=_t(shape, "i1"), R=rows)
+    rng = np.random.default_rng(rows * cols + threads)
+    args = (_specials(BF16, shape, rng), _specials(BF16, shape[1:], rng), _specials(np.float32, shape, rng))
+    (mod,) = frontend.load_text(text)
+    expect = _stepwise(mod, args)
+    one = _runs(text, args, 1)
+    assert not found, "no chain on one thread"
+    many = _runs(text, args, threads)
+    assert [len(c) for c in found] == [17], "one chain of every element-wise op (the reductions computed apart)"
+    assert in_blocks[0] is False and all(in_blocks[1:]), "the whole calls first, then blocks"
+    for run in many:
+        assert [_raw(o) for o in run] == [_raw(o) for o in one[0]]
+        assert [_canonical(o) for o in run] == expect
+
+
+def test_a_value_read_in_the_middle_of_a_run_ends_the_chain_there(small_chains):
+    found, _ = small_chains
+    shape = (16, 64)
+    t = _t(shape, "f32")
+    text = f"""
+func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.exponential %x : {t}
+  %1 = stablehlo.multiply %0, %x : {t}
+  %r = stablehlo.reduce(%1 init: %zero) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> tensor<16xf32>
+  %b = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<16xf32>) -> {t}
+  %2 = stablehlo.subtract %1, %b : {t}
+  %3 = stablehlo.tanh %2 : {t}
+  return %3, %r : {t}, tensor<16xf32>
+}}
+"""
+    (mod,) = frontend.load_text(text)
+    args = (_specials(np.float32, shape, np.random.default_rng(1)),)
+    expect = _stepwise(mod, args)
+    for run in _runs(text, args, 2):
+        assert [_canonical(o) for o in run] == expect
+    assert [len(c) for c in found] == [2, 2]
+
+
+def test_operands_not_in_c_order_keep_the_whole_calls_and_their_layout(small_chains):
+    """A chain whose whole calls give a result in Fortran order (its operand is): never run in
+    blocks for those strides, so a product reading it sees the strides it would without chains."""
+    _, in_blocks = small_chains
+    shape = (64, 48)
+    t = _t(shape, "f32")
+    text = f"""
+func.func @main(%x: {t}, %w: tensor<48x32xf32>) -> ({t}, tensor<64x32xf32>) {{
+  %0 = stablehlo.negate %x : {t}
+  %1 = stablehlo.multiply %0, %x : {t}
+  %2 = stablehlo.add %1, %0 : {t}
+  %3 = stablehlo.dot_general %2, %w, contracting_dims = [1] x [0] : ({t}, tensor<48x32xf32>) -> tensor<64x32xf32>
+  return %2, %3 : {t}, tensor<64x32xf32>
+}}
+"""
+    (mod,) = frontend.load_text(text)
+    rng = np.random.default_rng(2)
+    x = np.asfortranarray(rng.standard_normal(shape).astype(np.float32))
+    args = (x, rng.standard_normal((48, 32)).astype(np.float32))
+    one = _runs(text, args, 1)
+    many = _runs(text, args, 2)
+    assert in_blocks and not any(in_blocks)
+    for run in many:
+        assert [_raw(o) for o in run] == [_raw(o) for o in one[0]]
+    assert not many[0][0].flags.c_contiguous  # the whole call's layout, kept
+    in_blocks.clear()
+    c_args = (np.ascontiguousarray(x), args[1])
+    for run in _runs(text, c_args, 2):
+        assert [_raw(o) for o in run] == [_raw(o) for o in _runs(text, c_args, 1)[0]]
+    assert any(in_blocks)
+
+
+def test_a_failing_chain_hands_the_run_to_the_step_by_step_block(small_chains, monkeypatch):
+    shape = (8, 100)
+    t = _t(shape, "f32")
+    text = f"""
+func.func @main(%x: {t}) -> {t} {{
+  %0 = stablehlo.exponential %x : {t}
+  %1 = stablehlo.multiply %0, %x : {t}
+  return %1 : {t}
+}}
+"""
+    (mod,) = frontend.load_text(text)
+    args = (_specials(np.float32, shape, np.random.default_rng(3)),)
+    expect = _stepwise(mod, args)
+    failed = []
+
+    def failing(chain, ins):
+        failed.append(chain)
+        raise RuntimeError("a chain's op failed")
+
+    monkeypatch.setattr(chains, "run", failing)
+    for run in _runs(text, args, 2):
+        assert [_canonical(o) for o in run] == expect
+    assert failed
+
+
+def test_a_fast_path_that_computes_no_block_makes_the_chain_whole(monkeypatch):
+    """A call whose result is not a block of the result's shape (not element-wise after all):
+    the whole calls, from then on."""
+    monkeypatch.setattr(_parallel, "PAYING_SPEEDUP", 0.0)
+    monkeypatch.setattr(_parallel, "_paying", [0, _parallel.BACK_OFF])
+    x = np.arange(4000, dtype=np.float32).reshape(40, 100)
+
+    def body(ins, s):
+        r = np.cumsum(ins[0][s])  # flat: of the block's shape only where the block is the whole
+        return (r.reshape(x.shape) if r.size == x.size else r,)
+
+    chain = chains.Chain(body, x.shape, (np.dtype(np.float32),))
+    before = _parallel.threads()
+    try:
+        _parallel.set_threads(2)
+        first = chains.run(chain, (x,))  # the whole calls, recorded
+        assert chain.in_blocks((x,))
+        second = chains.run(chain, (x,))
+    finally:
+        _parallel.set_threads(before)
+    assert chain.whole and not chain.in_blocks((x,))
+    assert np.array_equal(first[0], np.cumsum(x).reshape(x.shape)) and np.array_equal(second[0], first[0])
+
+
+def test_only_large_runs_of_element_wise_ops_are_chains():
+    """Below :data:`chains.LEAST_ELEMENTS` elements or :data:`chains.LEAST_WORK` element-ops, the
+    hand-off to another thread costs about what it saves: no chain."""
+    def program(rows, ops):
+        t = _t((rows, 1024), "f32")
+        body = "\n".join(f"  %{i + 1} = stablehlo.multiply %{i}, %{i} : {t}" for i in range(ops))
+        return f"func.func @main(%0: {t}) -> {t} {{\n{body}\n  return %{ops} : {t}\n}}"
+
+    def chains_of(text):
+        (mod,) = frontend.load_text(text)
+        eng, body = Engine(mod), mod.funcs["main"].body
+        steps = eng._steps(body.blocks[0])
+        plan = codegen._Plan(body, 0, steps, False, eng.registry, eng._steps)
+        return chains.find(steps, len(steps) - 1, (codegen._KERNEL,), plan.fast, codegen.ELEMENTWISE)
+
+    small = chains.LEAST_ELEMENTS // 1024
+    assert chains_of(program(small // 2, 200)) == []
+    few = chains.LEAST_WORK // (small * 1024)
+    assert chains_of(program(small, few - 1)) == []
+    assert chains_of(program(small, few)) == [list(range(few))]
