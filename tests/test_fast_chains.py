@@ -11,6 +11,7 @@ import pytest
 
 from stablehlo_conform import frontend
 from stablehlo_conform.engine import Engine, chains, codegen
+from stablehlo_conform.errors import KernelError
 from stablehlo_conform.kernels import _parallel
 from test_fast_threads import _canonical, _raw, _specials, _t
 
@@ -249,3 +250,52 @@ def test_only_large_runs_of_element_wise_ops_are_chains():
     few = chains.LEAST_WORK // (small * 1024)
     assert chains_of(program(small, few - 1)) == []
     assert chains_of(program(small, few)) == [list(range(few))]
+
+
+def test_an_op_computed_before_its_chain_that_fails_hands_the_run_to_the_step_by_step_block(
+        small_chains, monkeypatch):
+    """A reduction computed before a chain whose first ops precede it (ops are pure): where it
+    fails, the run goes step by step from the start, which raises the error of the first failing
+    op in program order (here the same op: the error the step-by-step run raises)."""
+    shape = (16, 64)
+    t = _t(shape, "f32")
+    text = f"""
+func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.exponential %x : {t}
+  %r = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> tensor<16xf32>
+  %1 = stablehlo.multiply %0, %x : {t}
+  return %1, %r : {t}, tensor<16xf32>
+}}
+"""
+    calls = []
+    choose = codegen._Plan._choose_fast
+
+    def failing_reduce(self):
+        choose(self)
+        for key, fp in list(self.fast.items()):
+            if fp.call.__name__ != "failing" and any(s[0].name == "stablehlo.reduce" and id(s[0]) == key
+                                                     for _, _, s in self._all_steps()):
+                def failing(*xs):
+                    calls.append(len(xs))
+                    raise RuntimeError("the reduction failed")
+                self.fast[key] = fp._replace(call=failing)
+
+    monkeypatch.setattr(codegen._Plan, "_choose_fast", failing_reduce)
+    (mod,) = frontend.load_text(text)
+    args = (_specials(np.float32, shape, np.random.default_rng(4)),)
+    _parallel.set_threads(2)
+    for _ in range(6):  # the step-by-step runs compute the reduction by its kernel
+        eng = Engine(mod)
+        try:
+            eng.call("main", args)
+        except KernelError:
+            pass
+        if eng._runners:
+            break
+    found, _ = small_chains
+    assert [len(c) for c in found] == [2]
+    calls.clear()
+    with pytest.raises(KernelError, match=r"stablehlo.reduce at <string>:5:\d+: RuntimeError: the reduction failed"):
+        Engine(mod).call("main", args)
+    assert len(calls) == 2, "raised in the plain block, then again step by step"

@@ -505,7 +505,7 @@ class _Plan:
         key = f"K{len(self.ns)}"
         self.ns[key] = _chains.Chain(ns["body"], shape, dtypes)
         call = f"_chain({key}, ({self.refs(inputs, raw=True)}))"
-        code.append(f"{''.join(f'v{v}, ' for v in outs)}= {call}" if outs else call)
+        code += [f"{''.join(f'v{v}, ' for v in outs)}= {call}" if outs else call, "_pend = False"]
         self.store(outs, code)
         release = [v for v in release if v not in self.consts]
         if release:
@@ -606,11 +606,15 @@ class _Plan:
             [f"def {name}(eng):"] + [f"    {line}" for line in self.make] + ["    full, timed = [], []",
                                                                             "    def run(env, args):",
              "        deadline, max_bytes, prof = eng.deadline, eng.max_bytes, eng.profile"]
-            + [f"        {line}" for line in switch] + ["        _i, _checked = -1, len(eng.checks)", "        try:"]
+            + [f"        {line}" for line in switch] + ["        _i, _checked, _pend = -1, len(eng.checks), False",
+                                                         "        try:"]
             + [f"            {line}" for line in head + code]
-            # a product of a group failed: step by step from the start, without the checks recorded so far
+            # a product of a group or a chain failed, or an op computed before a chain whose first
+            # ops precede it (``_pend``): step by step from the start, without the checks recorded
+            # so far (the error is then the one of the first failing op in program order)
             + ["        except _Ungrouped:", "            del eng.checks[_checked:]",
-               "        except Exception as e:", "            _fail(_i, e)", "            raise",
+               "        except Exception as e:", "            if not _pend:", "                _fail(_i, e)",
+               "                raise", "            del eng.checks[_checked:]",
                "        if not full: full.append(_make_full()(eng))", "        return full[0](env, args)",
                "    return run"])
         exec(compile(src, f"<block {block.ops[0].loc if block.ops else '?'}>", "exec"), self.ns)
@@ -651,6 +655,7 @@ class _Plan:
         anchors, members, held = self._groups(steps)
         chained, in_chains = self._chains(steps, held)
         members = members | in_chains
+        firsts = {chain[0] for chain in chained.values()}
         pending: dict[int, list[int]] = {}  # anchor -> the values to release after its group
         for j, (op, kind, name, fn, operands, results, quant, foldable) in enumerate(steps):
             dead = _hold(dead, held, j, pending)
@@ -686,7 +691,9 @@ class _Plan:
                 break
             if not full and not foldable and timed:
                 code.append(late.format(i))
-            if j in members:  # computed with its group (see _groups)
+            if j in members:  # computed with its group (see _groups) or its chain (see _chains)
+                if j in firsts:
+                    code.append("_pend = True")
                 continue
             callee = self.calls.get(id(op)) if kind == _CALL else None
             if callee is not None:
