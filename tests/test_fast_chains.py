@@ -1,7 +1,9 @@
-"""Chains of element-wise ops computed block by block on threads (``engine.chains``): the
-op-by-op results bit for bit (NaN payloads included), with the same strides; in blocks only
-where the whole calls give C-ordered results; a failing op or a fast path that computes no
-block falls back to the whole calls."""
+"""Chains of element-wise ops, and of reductions of whole rows and their broadcasts, computed
+block by block on threads (``engine.chains``): the op-by-op results bit for bit, with the same
+strides (which NaN a result of two NaN operands keeps is left open by IEEE 754 and differs
+between NumPy's loops, as between the kernels and the fast paths: NaNs compare as one NaN); in
+blocks only where the whole calls give C-ordered results; a failing op or a fast path that
+computes no block falls back to the whole calls."""
 
 from __future__ import annotations
 
@@ -64,6 +66,11 @@ def _runs(text: str, args, threads: int, times: int = 3) -> list:
     return [list(Engine(mod).call("main", args)) for _ in range(times)]
 
 
+def _same(run: list, other: list) -> bool:
+    """Types, shapes, strides and bits of two runs' outputs equal (NaNs as one NaN)."""
+    return [_raw(o)[:3] + _canonical(o)[2:] for o in run] == [_raw(o)[:3] + _canonical(o)[2:] for o in other]
+
+
 def _stepwise(mod, args) -> list:
     eng = Engine(mod)
     eng.generate_blocks = False
@@ -118,14 +125,16 @@ def test_a_gelu_chain_in_blocks_on_threads_is_the_op_by_op_one(small_chains, row
     one = _runs(text, args, 1)
     assert not found, "no chain on one thread"
     many = _runs(text, args, threads)
-    assert [len(c) for c in found] == [17], "one chain of every element-wise op (the reductions computed apart)"
+    # every element-wise op, and the reduction of the chain's own result row by row where there
+    # are rows to cut (the reduction of an argument is computed before the chain)
+    assert [(len(c), f) for c, f in found] == [(18, (rows,)) if rows > 1 else (17, shape)]
     assert in_blocks[0] is False and all(in_blocks[1:]), "the whole calls first, then blocks"
     for run in many:
-        assert [_raw(o) for o in run] == [_raw(o) for o in one[0]]
+        assert _same(run, one[0])
         assert [_canonical(o) for o in run] == expect
 
 
-def test_a_value_read_in_the_middle_of_a_run_ends_the_chain_there(small_chains):
+def test_a_reduction_of_whole_rows_and_its_broadcast_join_the_chain(small_chains):
     found, _ = small_chains
     shape = (16, 64)
     t = _t(shape, "f32")
@@ -146,7 +155,7 @@ func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
     expect = _stepwise(mod, args)
     for run in _runs(text, args, 2):
         assert [_canonical(o) for o in run] == expect
-    assert [len(c) for c in found] == [2, 2]
+    assert [(len(c), f) for c, f in found] == [(6, (16,))], "the reduction and its broadcast computed row by row"
 
 
 def test_operands_not_in_c_order_keep_the_whole_calls_and_their_layout(small_chains):
@@ -172,12 +181,12 @@ func.func @main(%x: {t}, %w: tensor<48x32xf32>) -> ({t}, tensor<64x32xf32>) {{
     many = _runs(text, args, 2)
     assert in_blocks and not any(in_blocks)
     for run in many:
-        assert [_raw(o) for o in run] == [_raw(o) for o in one[0]]
+        assert _same(run, one[0])
     assert not many[0][0].flags.c_contiguous  # the whole call's layout, kept
     in_blocks.clear()
     c_args = (np.ascontiguousarray(x), args[1])
     for run in _runs(text, c_args, 2):
-        assert [_raw(o) for o in run] == [_raw(o) for o in _runs(text, c_args, 1)[0]]
+        assert _same(run, _runs(text, c_args, 1)[0])
     assert any(in_blocks)
 
 
@@ -213,11 +222,11 @@ def test_a_fast_path_that_computes_no_block_makes_the_chain_whole(monkeypatch):
     monkeypatch.setattr(_parallel, "_paying", [0, _parallel.BACK_OFF])
     x = np.arange(4000, dtype=np.float32).reshape(40, 100)
 
-    def body(ins, s):
+    def body(ins, s, sizes):
         r = np.cumsum(ins[0][s])  # flat: of the block's shape only where the block is the whole
         return (r.reshape(x.shape) if r.size == x.size else r,)
 
-    chain = chains.Chain(body, x.shape, (np.dtype(np.float32),))
+    chain = chains.Chain(body, x.shape, (x.shape,), (np.dtype(np.float32),))
     before = _parallel.threads()
     try:
         _parallel.set_threads(2)
@@ -249,7 +258,7 @@ def test_only_large_runs_of_element_wise_ops_are_chains():
     assert chains_of(program(small // 2, 200)) == []
     few = chains.LEAST_WORK // (small * 1024)
     assert chains_of(program(small, few - 1)) == []
-    assert chains_of(program(small, few)) == [list(range(few))]
+    assert chains_of(program(small, few)) == [(list(range(few)), (small, 1024))]
 
 
 def test_an_op_computed_before_its_chain_that_fails_hands_the_run_to_the_step_by_step_block(
@@ -294,8 +303,64 @@ func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
         if eng._runners:
             break
     found, _ = small_chains
-    assert [len(c) for c in found] == [2]
+    assert [(len(c), f) for c, f in found] == [(2, shape)]
     calls.clear()
     with pytest.raises(KernelError, match=r"stablehlo.reduce at <string>:5:\d+: RuntimeError: the reduction failed"):
         Engine(mod).call("main", args)
     assert len(calls) == 2, "raised in the plain block, then again step by step"
+
+
+# a softmax over the last axis (its maximum and sum of whole rows broadcast back), then a
+# normalisation of the result (mean and variance over the last axis, a root of the rows)
+SOFTMAX_NORM = """
+func.func @main(%x: {T}, %g: {T}) -> ({T}, {T}, {R}) {{
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %n = stablehlo.constant dense<{N}.0> : {R}
+  %eps = stablehlo.constant dense<1.0e-5> : {R}
+  %0 = stablehlo.multiply %x, %g : {T}
+  %m = stablehlo.reduce(%0 init: %ninf) applies stablehlo.maximum across dimensions = [{A}] : ({T}, tensor<f32>) -> {R}
+  %mb = stablehlo.broadcast_in_dim %m, dims = [{D}] : ({R}) -> {T}
+  %1 = stablehlo.subtract %0, %mb : {T}
+  %2 = stablehlo.exponential %1 : {T}
+  %s = stablehlo.reduce(%2 init: %zero) applies stablehlo.add across dimensions = [{A}] : ({T}, tensor<f32>) -> {R}
+  %sb = stablehlo.broadcast_in_dim %s, dims = [{D}] : ({R}) -> {T}
+  %3 = stablehlo.divide %2, %sb : {T}
+  %t = stablehlo.reduce(%3 init: %zero) applies stablehlo.add across dimensions = [{A}] : ({T}, tensor<f32>) -> {R}
+  %mean = stablehlo.divide %t, %n : {R}
+  %meanb = stablehlo.broadcast_in_dim %mean, dims = [{D}] : ({R}) -> {T}
+  %4 = stablehlo.subtract %3, %meanb : {T}
+  %5 = stablehlo.multiply %4, %4 : {T}
+  %v = stablehlo.reduce(%5 init: %zero) applies stablehlo.add across dimensions = [{A}] : ({T}, tensor<f32>) -> {R}
+  %var = stablehlo.divide %v, %n : {R}
+  %ve = stablehlo.add %var, %eps : {R}
+  %r = stablehlo.rsqrt %ve : {R}
+  %rb = stablehlo.broadcast_in_dim %r, dims = [{D}] : ({R}) -> {T}
+  %6 = stablehlo.multiply %4, %rb : {T}
+  return %6, %3, %m : {T}, {T}, {R}
+}}
+"""
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 37, 50), (64, 300), (5, 1, 2000)])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_softmax_and_a_normalisation_in_blocks_of_rows_are_the_op_by_op_ones(small_chains, shape, threads):
+    """Reductions of whole rows (a maximum with NaN and signed zeros among the values: its zero
+    and NaN results come from the rows' own elements) and their broadcasts back, in one chain."""
+    found, in_blocks = small_chains
+    rows = shape[:-1]
+    text = SOFTMAX_NORM.format(T=_t(shape, "f32"), R=_t(rows, "f32"), A=len(shape) - 1, N=shape[-1],
+                               D=", ".join(map(str, range(len(rows)))))
+    rng = np.random.default_rng(len(shape) + threads)
+    x = _specials(np.float32, shape, rng)
+    x.reshape(-1, shape[-1])[::7] = rng.choice([0.0, -0.0], shape[-1]).astype(np.float32)  # rows of zeros
+    args = (x, _specials(np.float32, shape, rng))
+    (mod,) = frontend.load_text(text)
+    expect = _stepwise(mod, args)
+    one = _runs(text, args, 1)
+    many = _runs(text, args, threads)
+    assert [(len(c), f) for c, f in found] == [(19, rows)]  # every op
+    assert in_blocks[0] is False and all(in_blocks[1:])
+    for run in many:
+        assert _same(run, one[0])
+        assert [_canonical(o) for o in run] == expect

@@ -13,13 +13,20 @@ A chain (:func:`find`) is a run of ops of one block that are element-wise (spec.
 "Elementwise operations": each result element a function of the operands' elements at its
 index), each with a fast path that computes a block of its operands as of the whole operands
 (the fast paths ``codegen._in_pieces`` runs in pieces: a ufunc, or the fast path of an op of
-``codegen.ELEMENTWISE``), all results and operands of one shape. Each block of the chain is the
-same calls on the operands' blocks at the same index, so each element is computed as in the
-whole calls, bit for bit. Ops between them that read none of the chain's values (folded
-constants, views, a reduction, an element-wise op of a smaller shape) are computed where they
-are, before the chain runs: ops are pure, so one that reads none of the chain's values computes
-the same before or after it (where one of them fails, the block runs step by step from the
-start, which raises the error of the first failing op in program order).
+``codegen.ELEMENTWISE``), together with reductions over trailing axes of the chain's own values
+(spec.md#reduce: a softmax's maximum and sum, a normalisation's mean and variance) and
+broadcasts of their rows back (spec.md#broadcast_in_dim). All its values share the leading
+axes of the chain's ``frame``, and its blocks cut those axes only: a block holds whole rows,
+each reduced by the same calls as in the whole reduction. Each block of the chain is the same
+calls on the operands' blocks at the same index, so each element is computed as in the whole
+calls, bit for bit, but for which NaN a result of two NaN operands keeps: IEEE 754 leaves that
+open and NumPy's loops choose by the shapes they are given (the kernels and the fast paths
+differ there too). Ops between them that read none of the chain's values (folded constants,
+views, a reduction, an element-wise op of a smaller shape) are computed where they are, before
+the chain runs: ops are pure, so one that reads none of the chain's values computes the same
+before or after it (where one of them fails, the block runs step by step from the start, which
+raises the error of the first failing op in program order). Each chain keeps its own record
+of whether threads paid (:func:`~..kernels._parallel.paying`).
 
 The layout of a result can matter to an op reading it (a BLAS product's bits, a reduction's
 order: ``docs/benchmarks.md``), and a chain's results computed block by block are new
@@ -38,6 +45,8 @@ import numpy as np
 
 from .. import types as T
 from ..kernels import _parallel
+from ..kernels.reduction import rows_reduce
+from ..kernels.shape import rows_broadcast
 from ..opinfo import FastPath
 
 # the least result elements of a chain, and the least element-ops (elements times ops): below,
@@ -51,27 +60,31 @@ MOST_SIGNATURES = 64  # operand strides a chain remembers
 
 
 class Chain:
-    """One chain of a generated block: ``body(operands, index)`` computes the chain's outputs
-    on the operands' elements at ``index`` (``...``: all of them, the whole calls)."""
+    """One chain of a generated block: ``body(operands, index, sizes)`` computes the chain's
+    outputs on the operands' elements at ``index`` (one slice for each axis of the chain's
+    ``frame``, the leading axes every value of the chain shares; ``sizes``: the slices' sizes).
+    The whole calls are the body at the slices of whole axes."""
 
-    def __init__(self, body, shape: tuple, dtypes: tuple):
-        self.body, self.shape, self.dtypes = body, shape, dtypes
-        self.size = math.prod(shape)
+    def __init__(self, body, frame: tuple, shapes: tuple, dtypes: tuple):
+        self.body, self.frame, self.shapes, self.dtypes = body, frame, shapes, dtypes
+        self.size = math.prod(frame)
+        self.all = tuple(slice(0, n) for n in frame)
         self.seen: dict[tuple, bool] = {}  # operand strides -> whether the whole calls gave C order
         self.whole = False  # a fast path that computed no block of its result: whole calls from now on
         self.index: dict[int, list] = {}
+        self.paying = [0, _parallel.BACK_OFF]  # this chain's own record of whether threads paid
 
     def in_blocks(self, ins: tuple) -> bool:
         n = _parallel.threads()
         if n < 2 or self.whole or _parallel.inside():
             return False
         key = self.signature(ins)
-        return key is not None and self.seen.get(key, False) and _parallel.paying()
+        return key is not None and self.seen.get(key, False) and _parallel.paying(self.paying)
 
-    def signature(self, ins: tuple) -> tuple | None:
-        shape = self.shape
+    @staticmethod
+    def signature(ins: tuple) -> tuple | None:
         for x in ins:
-            if x.__class__ is not np.ndarray or x.shape != shape:
+            if x.__class__ is not np.ndarray:
                 return None
         return tuple(x.strides for x in ins)
 
@@ -79,23 +92,29 @@ class Chain:
         key = self.signature(ins)
         if key is None or key in self.seen or len(self.seen) >= MOST_SIGNATURES:
             return
-        self.seen[key] = all(o.__class__ is np.ndarray and o.shape == self.shape and o.dtype == dt
-                             and o.flags.c_contiguous for o, dt in zip(outs, self.dtypes))
+        self.seen[key] = all(o.__class__ is np.ndarray and o.shape == shape and o.dtype == dt
+                             and o.flags.c_contiguous for o, shape, dt in zip(outs, self.shapes, self.dtypes))
 
     def blocks(self, n: int) -> list:
         idx = self.index.get(n)
         if idx is None:
-            parts = n * max(1, min(4, round(self.size / (n * BLOCK))))
-            idx = self.index[n] = _parallel.blocks(self.shape, parts)
+            parts = n * max(1, min(4, round(self.work / (n * BLOCK))))
+            idx = self.index[n] = [tuple(slice(i, i + 1) if isinstance(i, int) else i for i in b)
+                                   for b in _parallel.blocks(self.frame, parts)]
         return idx
+
+    @property
+    def work(self) -> int:
+        return max(math.prod(s) for s in self.shapes) if self.shapes else self.size
 
 
 class _NotElementwise(Exception):
     """A fast path returned no block of the result's type for a block of its operands."""
 
 
-def _block(body, ins: tuple, outs: tuple, index) -> None:
-    for o, r in zip(outs, body(ins, index)):
+def _block(body, ins: tuple, outs: tuple, index: tuple) -> None:
+    sizes = tuple(s.stop - s.start for s in index)
+    for o, r in zip(outs, body(ins, index, sizes)):
         if r.__class__ is not np.ndarray or r.shape != o[index].shape or r.dtype != o.dtype:
             raise _NotElementwise()
         o[index] = r
@@ -105,20 +124,21 @@ def run(chain: Chain, ins: tuple) -> tuple:
     """The chain's outputs: computed in blocks on the process's threads where its operands'
     strides allow (see :class:`Chain`), else the whole calls (recording what they give)."""
     if chain.in_blocks(ins):
-        outs = tuple(np.empty(chain.shape, dt) for dt in chain.dtypes)
+        outs = tuple(np.empty(shape, dt) for shape, dt in zip(chain.shapes, chain.dtypes))
         try:
             _parallel.run([functools.partial(_block, chain.body, ins, outs, s)
-                           for s in chain.blocks(_parallel.threads())])
+                           for s in chain.blocks(_parallel.threads())], chain.paying)
             return outs
         except _NotElementwise:
             chain.whole = True
-    outs = chain.body(ins, ...)
+    outs = chain.body(ins, chain.all, chain.frame)
     chain.learn(ins, outs)
     return outs
 
 
 def member(op, fp: FastPath | None, elementwise: frozenset) -> tuple | None:
-    """The result shape of an op a chain may hold (see the module docstring), else None."""
+    """The result shape of an element-wise op a chain may hold (see the module docstring), else
+    None."""
     if fp is None or fp.view or not (fp.out or op.name in elementwise) or len(op.result_types) != 1:
         return None
     ty = op.result_types[0]
@@ -130,28 +150,72 @@ def member(op, fp: FastPath | None, elementwise: frozenset) -> tuple | None:
     return shape
 
 
-def find(steps: tuple, limit: int, kinds: tuple, fast: dict, elementwise: frozenset) -> list[list[int]]:
+def by_rows(op, fp: FastPath | None) -> tuple[int, object] | None:
+    """``(k, call)`` of a ``reduce`` over trailing axes (:func:`.reduction.rows_reduce`) or a
+    ``broadcast_in_dim`` keeping the leading axes (:func:`.shape.rows_broadcast`), which a
+    chain computes on blocks of whole rows of its first ``k`` axes; else None."""
+    if fp is None or len(op.result_types) != 1:
+        return None
+    if op.name == "stablehlo.reduce":
+        return rows_reduce(op)
+    if op.name == "stablehlo.broadcast_in_dim" and fp.view:
+        return rows_broadcast(op)
+    return None
+
+
+def _prefix(a: tuple, b: tuple) -> tuple:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _frame_of(op, fp, elementwise) -> tuple | None:
+    """The leading axes (their sizes) a chain's blocks may cut for this op, or None where it is
+    no op of a chain."""
+    s = member(op, fp, elementwise)
+    if s is not None:
+        return s
+    rows = by_rows(op, fp)
+    if rows is None:
+        return None
+    return tuple(op.operand_types[0].shape)[:rows[0]]
+
+
+def find(steps: tuple, limit: int, kinds: tuple, fast: dict, elementwise: frozenset) -> list[tuple[list[int], tuple]]:
     """The chains of ``steps[:limit]`` (one block's steps: ``(op, kind, name, fn, operands,
-    results, quant, fold)``), each the positions of its ops in order: runs of ops of
-    :func:`member` of one shape, of at least :data:`LEAST_ELEMENTS` elements and
-    :data:`LEAST_WORK` element-ops. Between them may come folded steps and ops with a fast path
-    that read no value computed in the run (a view, a reduction, an element-wise op of a smaller
-    shape): those are computed where they are, before the chain (ops are pure: an op reading
-    none of the chain's values computes the same before or after it). ``kinds``: the kernel
-    kind of step (``steps._KERNEL``)."""
+    results, quant, fold)``), each ``(positions, frame)``: the positions of its ops in order and
+    the leading axes its blocks cut. A chain is a run of element-wise ops of :func:`member`, of
+    reductions over trailing axes and broadcasts back (:func:`by_rows`: a normalisation's
+    statistics, a softmax's maximum and sum) whose shapes share the frame's leading axes, of at
+    least :data:`LEAST_ELEMENTS` elements and :data:`LEAST_WORK` element-ops (a reduction counts
+    only where it reads a new array of the chain's: the rows of a block are then C-ordered, as
+    in the whole call). Between them may come folded steps and ops with a fast path that read
+    no value computed in the run: those are computed where they are, before the chain (ops are
+    pure: one that reads none of the chain's values computes the same before or after it).
+    ``kinds``: the kernel kind of step (``steps._KERNEL``)."""
     (kernel,) = kinds
-    chains: list[list[int]] = []
+    chains: list[tuple[list[int], tuple]] = []
     run_: list[int] = []
     inside: set[int] = set()
-    shape = None
+    fresh: set[int] = set()
+    state = {"frame": (), "work": 0, "size": 0}
 
     def close() -> None:
-        if len(run_) > 1:
-            size = math.prod(shape)
-            if size >= LEAST_ELEMENTS and size * len(run_) >= LEAST_WORK:
-                chains.append(list(run_))
+        if len(run_) > 1 and state["size"] >= LEAST_ELEMENTS and state["work"] >= LEAST_WORK:
+            chains.append((list(run_), state["frame"]))
         run_.clear()
         inside.clear()
+        fresh.clear()
+        state.update(frame=(), work=0, size=0)
+
+    def add(j: int, op, fp, frame: tuple) -> None:
+        size = max(math.prod(t.shape) for t in (*op.operand_types, *op.result_types) if t.shape)
+        run_.append(j)
+        inside.update(op.results)
+        if fp.out or fp.fresh:
+            fresh.update(op.results)
+        state.update(frame=frame, work=state["work"] + size, size=max(state["size"], size))
 
     for j, (op, kind, name, fn, operands, results, quant, fold) in enumerate(steps[:limit]):
         if kind != kernel or fn is None or quant is not False:
@@ -163,18 +227,19 @@ def find(steps: tuple, limit: int, kinds: tuple, fast: dict, elementwise: frozen
         if fp is None:
             close()
             continue
-        s = member(op, fp, elementwise)
+        own = _frame_of(op, fp, elementwise)
         apart = inside.isdisjoint(operands)
-        if s is not None and s == shape and run_:
-            run_.append(j)
-            inside.update(results)
-            continue
-        if apart and run_ and (s is None or math.prod(s) < math.prod(shape)):
+        if own is not None and op.name == "stablehlo.reduce" and (apart or operands[0] not in fresh):
+            own = None  # a reduction of values from outside the chain: computed where it is
+        if own is not None and run_:
+            frame = _prefix(state["frame"], own)
+            if frame and math.prod(frame) > 1:
+                add(j, op, fp, frame)
+                continue
+        if apart and run_ and (own is None or math.prod(own) < state["size"]):
             continue  # computed where it is, before the chain
         close()
-        if s is not None:
-            shape = s
-            run_.append(j)
-            inside.update(results)
+        if own is not None and member(op, fp, elementwise) is not None:
+            add(j, op, fp, own)
     close()
     return chains

@@ -452,32 +452,37 @@ class _Plan:
         limit = next((j for j, step in enumerate(steps)
                       if step[1] not in (_KERNEL, _CALL) or (step[1] == _KERNEL and step[3] is None)), len(steps))
         fast = {k: fp for k, fp in self.fast.items() if k not in self.loops and k not in self.inplace}
-        chained: dict[int, list[int]] = {}
+        chained: dict[int, tuple[list[int], tuple]] = {}
         members: set[int] = set()
-        for chain in _chains.find(steps, limit, (_KERNEL,), fast, ELEMENTWISE):
+        for chain, frame in _chains.find(steps, limit, (_KERNEL,), fast, ELEMENTWISE):
             at = chain[-1] + 1
-            chained[at] = chain
+            chained[at] = chain, frame
             members.update(chain)
             for m in chain:
                 for v in steps[m][4]:
                     held[v] = max(held.get(v, at), at)
         return chained, members
 
-    def _emit_chain(self, chain: list, release, code: list[str]) -> None:
-        """A chain (:meth:`_chains`) as one call: a function of the block of its operands'
-        elements at an index, computing each op's fast path on the blocks of its operands
-        (:class:`.chains.Chain`); its results read after it (its outputs) bound and stored,
-        then the values held for it released. Inside, a value is freed once read last, and a
-        ufunc writes its result into an operand of its type computed in the chain, read last
-        there and new (the result of a ufunc or of a fast path declared ``fresh``), as
-        :meth:`_reuse` does in the block."""
+    def _emit_chain(self, chain: list, frame: tuple, release, code: list[str]) -> None:
+        """A chain (:meth:`_chains`) as one call: a function of the block of its operands at an
+        index of the leading axes ``frame`` (:class:`.chains.Chain`), computing each element-wise
+        op's fast path on the blocks of its operands, and each reduction and broadcast of whole
+        rows by its block's form (:func:`.chains.by_rows`); its results read after it (its
+        outputs) bound and stored, then the values held for it released. Inside, a value is
+        freed once read last, and a ufunc writes its result into an operand of its type
+        computed in the chain, read last there and new (the result of a ufunc or of a fast path
+        declared ``fresh``), as :meth:`_reuse` does in the block."""
         ops = {id(step[0]) for step in chain}
         inputs: list[int] = []
         computed: dict[int, np.dtype] = {}  # value -> its type, where a new array of the chain's
         made: set[int] = set()
         last: dict[int, int] = {}
+        ranks: dict[int, int] = {}
         for k, (op, kind, name, fn, operands, results, quant, fold) in enumerate(chain):
-            inputs.extend(v for v in operands if v not in made and v not in inputs)
+            for v, t in zip(operands, op.operand_types):
+                if v not in made and v not in inputs:
+                    inputs.append(v)
+                    ranks[v] = len(t.shape)
             last.update((v, k) for v in operands if v in made)
             made.update(results)
             fp = self.fast[id(op)]
@@ -489,21 +494,24 @@ class _Plan:
         lines = [f"    {''.join(f'w{k}, ' for k in range(len(inputs)))}= ins"]
         for k, (op, kind, name, fn, operands, results, quant, fold) in enumerate(chain):
             fp = self.fast[id(op)]
-            ns[f"f{k}"] = fp.call
-            args = "".join(f"u{v}, " if v in made else f"w{inputs.index(v)}[s], " for v in operands)
+            args = "".join(f"u{v}, " if v in made else f"w{inputs.index(v)}{'[s]' if ranks[v] else ''}, "
+                           for v in operands)
+            rows = None if _chains.member(op, fp, ELEMENTWISE) else _chains.by_rows(op, fp)
+            ns[f"f{k}"] = fp.call if rows is None else rows[1]
             into = next((v for v in operands if fp.out and last.get(v) == k and v not in outs
                          and computed.get(v) == op.result_types[0].dtype), None)
-            lines.append(f"    u{results[0]} = f{k}({args}{'' if into is None else f'out=u{into}'})")
+            extra = "z" if op.name == "stablehlo.broadcast_in_dim" and rows is not None else (
+                "" if into is None else f"out=u{into}")
+            lines.append(f"    u{results[0]} = f{k}({args}{extra})")
             dead = [f"u{v}" for v in dict.fromkeys(operands) if last.get(v) == k and v not in outs and v != into]
             if dead:
                 lines.append(f"    {' = '.join(dead + ['None'])}")
-        src = "\n".join(["def body(ins, s):", *lines, f"    return ({''.join(f'u{v}, ' for v in outs)})"])
+        src = "\n".join(["def body(ins, s, z):", *lines, f"    return ({''.join(f'u{v}, ' for v in outs)})"])
         exec(compile(src, "<chain>", "exec"), ns)
-        shape = tuple(chain[0][0].result_types[0].shape)
-        types = {step[5][0]: step[0].result_types[0].dtype for step in chain}
-        dtypes = tuple(types[v] for v in outs)
+        types = {step[5][0]: step[0].result_types[0] for step in chain}
         key = f"K{len(self.ns)}"
-        self.ns[key] = _chains.Chain(ns["body"], shape, dtypes)
+        self.ns[key] = _chains.Chain(ns["body"], frame, tuple(tuple(types[v].shape) for v in outs),
+                                     tuple(types[v].dtype for v in outs))
         call = f"_chain({key}, ({self.refs(inputs, raw=True)}))"
         code += [f"{''.join(f'v{v}, ' for v in outs)}= {call}" if outs else call, "_pend = False"]
         self.store(outs, code)
@@ -655,14 +663,15 @@ class _Plan:
         anchors, members, held = self._groups(steps)
         chained, in_chains = self._chains(steps, held)
         members = members | in_chains
-        firsts = {chain[0] for chain in chained.values()}
+        firsts = {chain[0] for chain, _frame in chained.values()}
         pending: dict[int, list[int]] = {}  # anchor -> the values to release after its group
         for j, (op, kind, name, fn, operands, results, quant, foldable) in enumerate(steps):
             dead = _hold(dead, held, j, pending)
             if dead:  # the values the step before read last (None: bound or not, as loops leave them)
                 code.append(" = ".join([f"v{v}" for v in dead] + ["None"]))
             if j in chained:
-                self._emit_chain([steps[m] for m in chained[j]], () if j in anchors else pending.pop(j, ()), code)
+                chain, frame = chained[j]
+                self._emit_chain([steps[m] for m in chain], frame, () if j in anchors else pending.pop(j, ()), code)
             if j in anchors:
                 self._emit_group([steps[m] for m in anchors[j]], pending.pop(j, ()), code)
             dead = tuple(v for v in self.dead.get(id(op), ()) if v not in self.consts) if mode == "top" else ()

@@ -389,6 +389,29 @@ def _fast_reduce(op):
     return FastPath(call)  # no views: the layout decides the order ufunc.reduce adds in
 
 
+def rows_reduce(op) -> tuple[int, object] | None:
+    """For a ``reduce`` with a fast path (:func:`_fast_reduce`) over the operand's trailing axes
+    only: ``(k, call)``, ``k`` the leading axes it keeps and ``call(x, init)`` what the fast path
+    computes (:func:`fast_reduce` on the same dimensions), on the whole operand or on any block
+    of it cut along those ``k`` axes (a C-ordered block of whole rows: each row reduced as in
+    the whole call, by the same sequential fold or ``ufunc.reduce`` of the same contiguous row);
+    None otherwise."""
+    fp = _fast_reduce(op)
+    if fp is None:
+        return None
+    shape = tuple(op.operand_types[0].shape)
+    dims = tuple(sorted(int(d) for d in op.attr("dimensions", ())))
+    k = len(shape) - len(dims)
+    if not dims or k < 1 or dims != tuple(range(k, len(shape))):
+        return None
+    kind, dt = body_kind(op.regions[0]), op.result_types[0].dtype
+
+    def call(x, init):
+        return fast_reduce(kind, x, dims, init, dt)
+
+    return k, call
+
+
 @kernel("stablehlo.reduce", quantized=STORAGE, accuracy=ACCUMULATE, reduces=True, fast=_fast_reduce)
 def reduce(op, *operands):
     """See spec.md#reduce."""

@@ -182,6 +182,33 @@ def _fast_broadcast_in_dim(op):
     return FastPath(call, view=True, views=True)
 
 
+def rows_broadcast(op) -> tuple[int, object] | None:
+    """For a ``broadcast_in_dim`` with a fast path (:func:`_fast_broadcast_in_dim`) whose first
+    ``k`` operand dimensions are the result's first ``k``, of the same sizes: ``(k, call)``,
+    ``call(x, sizes)`` the result's block for the block ``x`` of the operand cut along its
+    leading axes, ``sizes`` the block's sizes on the first of them (the others whole): a
+    read-only view, of the values of the fast path's view at the same index. None otherwise."""
+    if _fast_broadcast_in_dim(op) is None:
+        return None
+    dims = _ints(op.attr("broadcast_dimensions"))
+    shape, ishape = tuple(op.result_types[0].shape), tuple(op.operand_types[0].shape)
+    if list(dims) != sorted(dims):
+        return None
+    k = 0
+    while k < len(dims) and dims[k] == k and ishape[k] == shape[k]:
+        k += 1
+    if k == 0:
+        return None
+    _, expanded = broadcast_layout(ishape, dims, shape)
+    tail, inner = expanded[k:], shape[k:]
+
+    def call(x, sizes):
+        lead = tuple(sizes) + shape[len(sizes):k]
+        return np.broadcast_to(x.reshape(lead + tail), lead + inner)
+
+    return k, call
+
+
 @kernel("stablehlo.broadcast_in_dim", folds=True, quantized=STORAGE, accuracy=EXACT, fast=_fast_broadcast_in_dim)
 def broadcast_in_dim(op, operand):
     """See spec.md#broadcast_in_dim."""
