@@ -22,15 +22,16 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 @pytest.fixture
 def small_chains(monkeypatch):
-    """Chains of any size, cut into blocks of 97 elements (block edges inside rows), run on
-    threads even where threads do not pay; yields the chains found and a count of the runs in
-    blocks."""
+    """Chains of any size, cut into blocks of about 97 elements (block edges inside rows where a
+    chain has no reduction), run on threads even where threads do not pay; yields the chains
+    found, whether each run was to be in blocks, and the blocks computed (a run in blocks that
+    failed has its whole calls instead)."""
     monkeypatch.setattr(chains, "LEAST_ELEMENTS", 1)
     monkeypatch.setattr(chains, "LEAST_WORK", 1)
     monkeypatch.setattr(chains, "BLOCK", 97)
     monkeypatch.setattr(_parallel, "PAYING_SPEEDUP", 0.0)
     monkeypatch.setattr(_parallel, "_paying", [0, _parallel.BACK_OFF])
-    found, in_blocks = [], []
+    found, in_blocks, computed = [], [], []
     find, in_blocks_of = chains.find, chains.Chain.in_blocks
 
     def finding(*a):
@@ -43,10 +44,17 @@ def small_chains(monkeypatch):
         in_blocks.append(ok)
         return ok
 
+    def block(*a):
+        out = compute(*a)
+        computed.append(a[-1])
+        return out
+
+    compute = chains._block
     monkeypatch.setattr(chains, "find", finding)
     monkeypatch.setattr(chains.Chain, "in_blocks", counting)
+    monkeypatch.setattr(chains, "_block", block)
     before = _parallel.threads()
-    yield found, in_blocks
+    yield found, in_blocks, computed
     _parallel.set_threads(before)
 
 
@@ -115,7 +123,7 @@ func.func @main(%x: {T}, %b: {V}, %y: {F}) -> ({T}, {F}, tensor<{R}xf32>, tensor
 @pytest.mark.parametrize("rows,cols", [(12, 301), (1, 2048), (37, 64)])
 @pytest.mark.parametrize("threads", [2, 3])
 def test_a_gelu_chain_in_blocks_on_threads_is_the_op_by_op_one(small_chains, rows, cols, threads):
-    found, in_blocks = small_chains
+    found, in_blocks, computed = small_chains
     shape = (rows, cols)
     text = GELU.format(T=_t(shape, "bf16"), V=_t(shape[1:], "bf16"), F=_t(shape, "f32"), B=_t(shape, "i1"), R=rows)
     rng = np.random.default_rng(rows * cols + threads)
@@ -129,13 +137,14 @@ def test_a_gelu_chain_in_blocks_on_threads_is_the_op_by_op_one(small_chains, row
     # are rows to cut (the reduction of an argument is computed before the chain)
     assert [(len(c), f) for c, f in found] == [(18, (rows,)) if rows > 1 else (17, shape)]
     assert in_blocks[0] is False and all(in_blocks[1:]), "the whole calls first, then blocks"
+    assert len(computed) > 3 * threads
     for run in many:
         assert _same(run, one[0])
         assert [_canonical(o) for o in run] == expect
 
 
 def test_a_reduction_of_whole_rows_and_its_broadcast_join_the_chain(small_chains):
-    found, _ = small_chains
+    found, _, computed = small_chains
     shape = (16, 64)
     t = _t(shape, "f32")
     text = f"""
@@ -156,12 +165,13 @@ func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
     for run in _runs(text, args, 2):
         assert [_canonical(o) for o in run] == expect
     assert [(len(c), f) for c, f in found] == [(6, (16,))], "the reduction and its broadcast computed row by row"
+    assert computed
 
 
 def test_operands_not_in_c_order_keep_the_whole_calls_and_their_layout(small_chains):
     """A chain whose whole calls give a result in Fortran order (its operand is): never run in
     blocks for those strides, so a product reading it sees the strides it would without chains."""
-    _, in_blocks = small_chains
+    _, in_blocks, computed = small_chains
     shape = (64, 48)
     t = _t(shape, "f32")
     text = f"""
@@ -179,7 +189,7 @@ func.func @main(%x: {t}, %w: tensor<48x32xf32>) -> ({t}, tensor<64x32xf32>) {{
     args = (x, rng.standard_normal((48, 32)).astype(np.float32))
     one = _runs(text, args, 1)
     many = _runs(text, args, 2)
-    assert in_blocks and not any(in_blocks)
+    assert in_blocks and not any(in_blocks) and not computed
     for run in many:
         assert _same(run, one[0])
     assert not many[0][0].flags.c_contiguous  # the whole call's layout, kept
@@ -187,7 +197,7 @@ func.func @main(%x: {t}, %w: tensor<48x32xf32>) -> ({t}, tensor<64x32xf32>) {{
     c_args = (np.ascontiguousarray(x), args[1])
     for run in _runs(text, c_args, 2):
         assert _same(run, _runs(text, c_args, 1)[0])
-    assert any(in_blocks)
+    assert any(in_blocks) and computed
 
 
 def test_a_failing_chain_hands_the_run_to_the_step_by_step_block(small_chains, monkeypatch):
@@ -302,7 +312,7 @@ func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
             pass
         if eng._runners:
             break
-    found, _ = small_chains
+    found, _, computed = small_chains
     assert [(len(c), f) for c, f in found] == [(2, shape)]
     calls.clear()
     with pytest.raises(KernelError, match=r"stablehlo.reduce at <string>:5:\d+: RuntimeError: the reduction failed"):
@@ -347,7 +357,7 @@ func.func @main(%x: {T}, %g: {T}) -> ({T}, {T}, {R}) {{
 def test_a_softmax_and_a_normalisation_in_blocks_of_rows_are_the_op_by_op_ones(small_chains, shape, threads):
     """Reductions of whole rows (a maximum with NaN and signed zeros among the values: its zero
     and NaN results come from the rows' own elements) and their broadcasts back, in one chain."""
-    found, in_blocks = small_chains
+    found, in_blocks, computed = small_chains
     rows = shape[:-1]
     text = SOFTMAX_NORM.format(T=_t(shape, "f32"), R=_t(rows, "f32"), A=len(shape) - 1, N=shape[-1],
                                D=", ".join(map(str, range(len(rows)))))
@@ -360,7 +370,45 @@ def test_a_softmax_and_a_normalisation_in_blocks_of_rows_are_the_op_by_op_ones(s
     one = _runs(text, args, 1)
     many = _runs(text, args, threads)
     assert [(len(c), f) for c, f in found] == [(19, rows)]  # every op
-    assert in_blocks[0] is False and all(in_blocks[1:])
+    assert in_blocks[0] is False and all(in_blocks[1:]) and computed
     for run in many:
         assert _same(run, one[0])
         assert [_canonical(o) for o in run] == expect
+
+
+ROW_REDUCE = """
+func.func @main(%x: {T}, %y: {T}) -> ({T}, {R}) {{
+  %init = stablehlo.constant dense<{I}> : tensor<{E}>
+  %0 = stablehlo.multiply %x, %y : {T}
+  %r = stablehlo.reduce(%0 init: %init) applies stablehlo.{K} across dimensions = [{A}] : ({T}, tensor<{E}>) -> {R}
+  %b = stablehlo.broadcast_in_dim %r, dims = [{D}] : ({R}) -> {T}
+  %1 = stablehlo.subtract %0, %b : {T}
+  return %1, %r : {T}, {R}
+}}
+"""
+
+
+@pytest.mark.parametrize("et,dt", [("bf16", BF16), ("f16", np.float16), ("f32", np.float32), ("f64", np.float64),
+                                   ("i32", np.int32)])
+@pytest.mark.parametrize("body,init", [("add", "0"), ("maximum", "-100"), ("minimum", "100"), ("multiply", "1")])
+def test_each_reduction_of_whole_rows_in_a_chain_is_the_op_by_op_one(small_chains, et, dt, body, init):
+    """A reduction of the chain's own values, of every float width and an integer type, short
+    rows (a sequential fold) and long ones (``ufunc.reduce``)."""
+    found, in_blocks, computed = small_chains
+    for shape in [(6, 7, 20), (9, 4000)]:
+        found.clear()
+        rows = shape[:-1]
+        text = ROW_REDUCE.format(T=_t(shape, et), R=_t(rows, et), E=et, K=body, A=len(shape) - 1,
+                                 I=init if et == "i32" else f"{init}.0", D=", ".join(map(str, range(len(rows)))))
+        rng = np.random.default_rng(len(shape))
+        x, y = _specials(dt, shape, rng), _specials(dt, shape, rng)
+        if dt != np.int32:
+            x.reshape(-1, shape[-1])[::5] = rng.choice([0.0, -0.0], shape[-1]).astype(dt)
+        (mod,) = frontend.load_text(text)
+        expect = _stepwise(mod, (x, y))
+        one = _runs(text, (x, y), 1)
+        for run in _runs(text, (x, y), 2):
+            assert _same(run, one[0]) and [_canonical(o) for o in run] == expect
+        assert [(len(c), f) for c, f in found] == [(4, rows)]
+        assert computed
+        computed.clear()
