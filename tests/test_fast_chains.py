@@ -133,9 +133,9 @@ def test_a_gelu_chain_in_blocks_on_threads_is_the_op_by_op_one(small_chains, row
     one = _runs(text, args, 1)
     assert not found, "no chain on one thread"
     many = _runs(text, args, threads)
-    # every element-wise op, and the reduction of the chain's own result row by row where there
-    # are rows to cut (the reduction of an argument is computed before the chain)
-    assert [(len(c), f) for c, f in found] == [(18, (rows,)) if rows > 1 else (17, shape)]
+    # every element-wise op and, where there are rows to cut, both reductions row by row (of
+    # the chain's own result, and of an argument, which is C-ordered)
+    assert [(len(c), f) for c, f in found] == [(19, (rows,)) if rows > 1 else (17, shape)]
     assert in_blocks[0] is False and all(in_blocks[1:]), "the whole calls first, then blocks"
     assert len(computed) > 3 * threads
     for run in many:
@@ -273,18 +273,18 @@ def test_only_large_runs_of_element_wise_ops_are_chains():
 
 def test_an_op_computed_before_its_chain_that_fails_hands_the_run_to_the_step_by_step_block(
         small_chains, monkeypatch):
-    """A reduction computed before a chain whose first ops precede it (ops are pure): where it
-    fails, the run goes step by step from the start, which raises the error of the first failing
+    """A reduction (of columns: no row of a chain's blocks) computed before a chain whose first
+    ops precede it (ops are pure): where it fails, the run goes step by step from the start, which raises the error of the first failing
     op in program order (here the same op: the error the step-by-step run raises)."""
     shape = (16, 64)
     t = _t(shape, "f32")
     text = f"""
-func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
+func.func @main(%x: {t}) -> ({t}, tensor<64xf32>) {{
   %zero = stablehlo.constant dense<0.0> : tensor<f32>
   %0 = stablehlo.exponential %x : {t}
-  %r = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> tensor<16xf32>
+  %r = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [0] : ({t}, tensor<f32>) -> tensor<64xf32>
   %1 = stablehlo.multiply %0, %x : {t}
-  return %1, %r : {t}, tensor<16xf32>
+  return %1, %r : {t}, tensor<64xf32>
 }}
 """
     calls = []
@@ -313,7 +313,7 @@ func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
         if eng._runners:
             break
     found, _, computed = small_chains
-    assert [(len(c), f) for c, f in found] == [(2, shape)]
+    assert [(len(c), f) for c, f in found] == [(2, shape)]  # the reduction apart
     calls.clear()
     with pytest.raises(KernelError, match=r"stablehlo.reduce at <string>:5:\d+: RuntimeError: the reduction failed"):
         Engine(mod).call("main", args)
@@ -412,3 +412,30 @@ def test_each_reduction_of_whole_rows_in_a_chain_is_the_op_by_op_one(small_chain
         assert [(len(c), f) for c, f in found] == [(4, rows)]
         assert computed
         computed.clear()
+
+
+def test_a_reduction_of_an_operand_not_in_c_order_keeps_the_whole_calls(small_chains):
+    """A chain reducing rows of an operand runs in blocks only where the operand is C-ordered
+    (a block of its rows is then C-ordered too, each row reduced as in the whole call)."""
+    _, in_blocks, computed = small_chains
+    shape = (48, 300)
+    t = _t(shape, "f32")
+    text = f"""
+func.func @main(%x: {t}) -> {t} {{
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> tensor<48xf32>
+  %b = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<48xf32>) -> {t}
+  %0 = stablehlo.subtract %x, %b : {t}
+  %1 = stablehlo.exponential %0 : {t}
+  return %1 : {t}
+}}
+"""
+    x = _specials(np.float32, shape, np.random.default_rng(5))
+    for arg, blocks in ((np.asfortranarray(x), False), (x, True)):
+        in_blocks.clear()
+        computed.clear()
+        (mod,) = frontend.load_text(text)
+        expect = _stepwise(mod, (arg,))
+        for run in _runs(text, (arg,), 2):
+            assert [_canonical(o) for o in run] == expect
+        assert any(in_blocks) is blocks and bool(computed) is blocks

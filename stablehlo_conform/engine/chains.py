@@ -63,10 +63,14 @@ class Chain:
     """One chain of a generated block: ``body(operands, index, sizes)`` computes the chain's
     outputs on the operands' elements at ``index`` (one slice for each axis of the chain's
     ``frame``, the leading axes every value of the chain shares; ``sizes``: the slices' sizes).
-    The whole calls are the body at the slices of whole axes."""
+    The whole calls are the body at the slices of whole axes. ``rows``: the operands the chain
+    reduces by rows, whose blocks reduce as the whole does only where they are C-ordered (a
+    block of whole rows of a C-ordered array is C-ordered: each row then reduced by the same
+    calls)."""
 
-    def __init__(self, body, frame: tuple, shapes: tuple, dtypes: tuple):
+    def __init__(self, body, frame: tuple, shapes: tuple, dtypes: tuple, rows: tuple = ()):
         self.body, self.frame, self.shapes, self.dtypes = body, frame, shapes, dtypes
+        self.rows = rows  # the operands reduced by rows: in blocks only where they are C-ordered
         self.size = math.prod(frame)
         self.all = tuple(slice(0, n) for n in frame)
         self.seen: dict[tuple, bool] = {}  # operand strides -> whether the whole calls gave C order
@@ -79,7 +83,8 @@ class Chain:
         if n < 2 or self.whole or _parallel.inside():
             return False
         key = self.signature(ins)
-        return key is not None and self.seen.get(key, False) and _parallel.paying(self.paying)
+        return (key is not None and self.seen.get(key, False) and all(ins[i].flags.c_contiguous for i in self.rows)
+                and _parallel.paying(self.paying))
 
     @staticmethod
     def signature(ins: tuple) -> tuple | None:
@@ -188,11 +193,12 @@ def find(steps: tuple, limit: int, kinds: tuple, fast: dict, elementwise: frozen
     the leading axes its blocks cut. A chain is a run of element-wise ops of :func:`member`, of
     reductions over trailing axes and broadcasts back (:func:`by_rows`: a normalisation's
     statistics, a softmax's maximum and sum) whose shapes share the frame's leading axes, of at
-    least :data:`LEAST_ELEMENTS` elements and :data:`LEAST_WORK` element-ops (a reduction counts
-    only where it reads a new array of the chain's: the rows of a block are then C-ordered, as
-    in the whole call). Between them may come folded steps and ops with a fast path that read
-    no value computed in the run: those are computed where they are, before the chain (ops are
-    pure: one that reads none of the chain's values computes the same before or after it).
+    least :data:`LEAST_ELEMENTS` elements and :data:`LEAST_WORK` element-ops (a reduction only
+    of a new array of the chain's, whose blocks of rows are C-ordered as the whole is, or of an
+    operand of the chain, which :class:`Chain` runs in blocks only where it is C-ordered).
+    Between them may come folded steps and ops with a fast path that read no value computed in
+    the run: those are computed where they are, before the chain (ops are pure: one that reads
+    none of the chain's values computes the same before or after it).
     ``kinds``: the kernel kind of step (``steps._KERNEL``)."""
     (kernel,) = kinds
     chains: list[tuple[list[int], tuple]] = []
@@ -229,8 +235,8 @@ def find(steps: tuple, limit: int, kinds: tuple, fast: dict, elementwise: frozen
             continue
         own = _frame_of(op, fp, elementwise)
         apart = inside.isdisjoint(operands)
-        if own is not None and op.name == "stablehlo.reduce" and (apart or operands[0] not in fresh):
-            own = None  # a reduction of values from outside the chain: computed where it is
+        if own is not None and op.name == "stablehlo.reduce" and operands[0] in inside and operands[0] not in fresh:
+            own = None  # a reduction of a view the chain makes: its rows need not be C-ordered
         if own is not None and run_:
             frame = _prefix(state["frame"], own)
             if frame and math.prod(frame) > 1:
@@ -239,7 +245,7 @@ def find(steps: tuple, limit: int, kinds: tuple, fast: dict, elementwise: frozen
         if apart and run_ and (own is None or math.prod(own) < state["size"]):
             continue  # computed where it is, before the chain
         close()
-        if own is not None and member(op, fp, elementwise) is not None:
+        if own is not None and (member(op, fp, elementwise) is not None or op.name == "stablehlo.reduce"):
             add(j, op, fp, own)
     close()
     return chains

@@ -510,8 +510,10 @@ class _Plan:
         exec(compile(src, "<chain>", "exec"), ns)
         types = {step[5][0]: step[0].result_types[0] for step in chain}
         key = f"K{len(self.ns)}"
+        reduced = tuple(inputs.index(step[4][0]) for step in chain
+                        if step[0].name == "stablehlo.reduce" and step[4][0] not in made)
         self.ns[key] = _chains.Chain(ns["body"], frame, tuple(tuple(types[v].shape) for v in outs),
-                                     tuple(types[v].dtype for v in outs))
+                                     tuple(types[v].dtype for v in outs), reduced)
         call = f"_chain({key}, ({self.refs(inputs, raw=True)}))"
         code += [f"{''.join(f'v{v}, ' for v in outs)}= {call}" if outs else call, "_pend = False"]
         self.store(outs, code)
