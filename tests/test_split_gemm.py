@@ -479,3 +479,65 @@ def test_narrow_products_follow_the_widened_products_record(two_threads, monkeyp
         assert _split_gemm.split_narrow_product(a, b, np.dtype(np.float32), a.dtype) is None
         assert _split_gemm.split_product(a.astype(np.float32), b.astype(np.float32)) is None
     assert list(_split_gemm._kinds.values()) == [None]
+
+
+def _timed_cuts(monkeypatch, cut_times: list) -> list:
+    """Trials and timings whose whole calls take 1 and whose cuts take the next of
+    ``cut_times`` (or 1 once they run out); returns the list of the cuts' timings."""
+    run, seen = _split_gemm._run, []
+
+    def cut(*args):
+        seen.append(True)
+        return run(*args)
+
+    def timed(call):
+        seen.clear()
+        out = call()
+        if not seen:
+            return out, 1.0
+        took = cut_times.pop(0) if cut_times else 1.0
+        timings.append(took)
+        return out, took
+
+    timings: list = []
+    monkeypatch.setattr(_split_gemm, "_run", cut)
+    monkeypatch.setattr(_split_gemm, "_timed", timed)
+    return timings
+
+
+def test_a_cut_slow_at_its_trial_is_timed_again_later_and_kept_once_fast(two_threads, monkeypatch):
+    """A trial's time is one moment of the machine's: a cut that gave the bits but not the time
+    is timed again after RETRY_AFTER calls of its kind, then twice as many, at most RETRIES
+    times; kept from the first time it is fast, the whole call until then."""
+    monkeypatch.setattr(_split_gemm, "RETRY_AFTER", 3)
+    a, b = _operands(128, 768, 768, "F", np.random.default_rng(8), specials=False)
+    with one_blas_thread():
+        timings = _timed_cuts(monkeypatch, [])
+        assert _split_gemm.split_product(a, b) is None  # the trial: every cut slow
+        (record,) = _split_gemm._kinds.values()
+        if record is None:
+            pytest.skip("no cut of this product keeps its bits on this machine's BLAS")
+        timings.clear()
+        slow_then_fast = [1.0, 0.5]
+        timings = _timed_cuts(monkeypatch, slow_then_fast)
+        cut_from = [i for i in range(11) if _split_gemm.split_product(a, b) is not None]
+        assert _bits(_split_gemm.split_product(a, b)) == _bits(np.dot(a, b))
+    # timed again at the kind's 3rd call (the trial's the first: the 2nd after it, slow), then
+    # at its 9th (the 8th after it: fast), the cut from then on
+    assert cut_from == list(range(7, 11))
+    assert timings == [1.0, 0.5] and _split_gemm._kinds == {next(iter(_split_gemm._kinds)): record.cut}
+
+
+def test_a_cut_that_stays_slow_is_timed_again_at_most_retries_times(two_threads, monkeypatch):
+    monkeypatch.setattr(_split_gemm, "RETRY_AFTER", 2)
+    a, b = _operands(128, 768, 768, "F", np.random.default_rng(9), specials=False)
+    with one_blas_thread():
+        timings = _timed_cuts(monkeypatch, [])
+        assert _split_gemm.split_product(a, b) is None
+        (record,) = _split_gemm._kinds.values()
+        if record is None:
+            pytest.skip("no cut of this product keeps its bits on this machine's BLAS")
+        timings.clear()
+        assert all(_split_gemm.split_product(a, b) is None for _ in range(200))
+    assert isinstance(record, _split_gemm._Slow) and record.tries == 0
+    assert len(timings) == _split_gemm.RETRIES  # timed again after 2, 4, 8 and 16 more calls, then never

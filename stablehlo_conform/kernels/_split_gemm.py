@@ -168,21 +168,65 @@ def _whole_on_trial(ashape: tuple, bshape: tuple, dtype: np.dtype, layouts: tupl
     return ta, tb, whole.view(np.uint8), took
 
 
-def _kept_on_trial(ashape: tuple, bshape: tuple, dtype: np.dtype, layouts: tuple, cuts: list) -> tuple | None:
-    """:func:`_kept` of a product that is not exact, from its kind alone."""
+def _kept_on_trial(ashape: tuple, bshape: tuple, dtype: np.dtype, layouts: tuple, cuts: list):
+    """:func:`_kept` of a product that is not exact, from its kind alone; a cut giving the
+    bits in more than :data:`FASTER` of the time is kept as :class:`_Slow` (timed again later)."""
     ta, tb, bits, took = _whole_on_trial(ashape, bshape, dtype, layouts)
     for cut in cuts:
         pieces, cut_took = _timed(lambda: _run(ta, tb, cut))
         if np.array_equal(pieces.view(np.uint8), bits):
-            return cut if cut_took <= FASTER * took else None
+            return cut if cut_took <= FASTER * took else _Slow(cut, (ashape, bshape, dtype, layouts))
     return None
 
 
+RETRY_AFTER = 16  # the calls of a kind of product after which a slow cut is timed again (doubled each time)
+RETRIES = 4  # the most times it is
+
+
+class _Slow:
+    """A cut that gave the whole call's bits on trial but took more than :data:`FASTER` of its
+    time: a trial's time is one moment of the machine's (another process, or a thread slow to
+    wake, can take the second core then: a cut of ``(128, 3072) @ (3072, 768)`` that takes 0.6
+    of the whole call's time took 1.1 in one process of four). Each call of the kind runs the
+    whole call; after :data:`RETRY_AFTER` calls, doubled after each try, at most
+    :data:`RETRIES` times, the cut is timed again on the trial operands, and kept for the kind
+    where it then takes at most :data:`FASTER` of the time (the bits were seen already)."""
+
+    def __init__(self, cut: tuple, kind: tuple):
+        self.cut, self.kind = cut, kind
+        self.wait = self.left = RETRY_AFTER
+        self.tries = RETRIES
+
+    def now(self, record: dict, key) -> tuple | None:
+        """The cut, where it is kept from this call on; None for the whole call."""
+        self.left -= 1
+        if self.left > 0 or self.tries <= 0:
+            return None
+        self.tries -= 1
+        self.wait *= 2
+        self.left = self.wait
+        ta, tb, _, took = _whole_on_trial(*self.kind)
+        _, cut_took = _timed(lambda: _run(ta, tb, self.cut))
+        if cut_took > FASTER * took:
+            return None
+        with _lock:
+            record[key] = self.cut
+        return self.cut
+
+
+def _cut_for(key: tuple, trial) -> tuple | None:
+    """The cut kept for the kind of product ``key`` (:func:`_remembered` of its ``trial``), or
+    None for the whole call (also while a slow cut waits to be timed again, see :class:`_Slow`)."""
+    cut = _remembered(_kinds, key, trial)
+    return cut.now(_kinds, key) if cut.__class__ is _Slow else cut
+
+
 def _timed(call) -> tuple:
-    """``call()``'s result and the shorter wall time of two calls (the first pays for its
-    result's fresh pages)."""
+    """``call()``'s result and the shortest wall time of three calls (the first pays for its
+    result's fresh pages, and a trial of pieces for waking the threads up: with two, a cut of
+    ``(128, 768) @ (768, 768)`` that halves its time was kept in two processes of three)."""
     took = []
-    for _ in range(2):
+    for _ in range(3):
         start = time.perf_counter()
         out = call()
         took.append(time.perf_counter() - start)
@@ -232,7 +276,7 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
         cuts = _even_cuts(m, n, parts) if exact else _cuts(m, n, parts)
         return _kept(a, b, (la, lb), cuts, exact) if cuts else None
 
-    cut = _remembered(_kinds, (a.shape, b.shape, a.dtype, la, lb, parts, exact), trial)
+    cut = _cut_for((a.shape, b.shape, a.dtype, la, lb, parts, exact), trial)
     return None if cut is None else _run(a, b, cut)
 
 
@@ -267,7 +311,7 @@ def split_narrow_product(a: np.ndarray, b: np.ndarray, wide: np.dtype, out_dtype
         cuts = _cuts(m, n, parts)
         return _kept_on_trial(a.shape, b.shape, wide, (la, lb), cuts) if cuts else None
 
-    cut = _remembered(_kinds, (a.shape, b.shape, wide, la, lb, parts, False), trial)
+    cut = _cut_for((a.shape, b.shape, wide, la, lb, parts, False), trial)
     return None if cut is None else _run_narrow(a, b, wide, out_dtype, cut)
 
 
