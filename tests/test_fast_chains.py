@@ -227,26 +227,50 @@ func.func @main(%x: {t}) -> {t} {{
 
 def test_a_fast_path_that_computes_no_block_makes_the_chain_whole(monkeypatch):
     """A call whose result is not a block of the result's shape (not element-wise after all):
-    the whole calls, from then on."""
+    raised, and the ops one by one from then on."""
     monkeypatch.setattr(_parallel, "PAYING_SPEEDUP", 0.0)
-    monkeypatch.setattr(_parallel, "_paying", [0, _parallel.BACK_OFF])
     x = np.arange(4000, dtype=np.float32).reshape(40, 100)
 
     def body(ins, s, sizes):
-        r = np.cumsum(ins[0][s])  # flat: of the block's shape only where the block is the whole
-        return (r.reshape(x.shape) if r.size == x.size else r,)
+        return (np.cumsum(ins[0][s]),)  # flat: not of the block's shape
 
     chain = chains.Chain(body, x.shape, (x.shape,), (np.dtype(np.float32),))
     before = _parallel.threads()
     try:
         _parallel.set_threads(2)
-        first = chains.run(chain, (x,))  # the whole calls, recorded
+        chain.learn((x,), (np.cumsum(x).reshape(x.shape),))  # the ops one by one gave C order
         assert chain.in_blocks((x,))
-        second = chains.run(chain, (x,))
+        with pytest.raises(chains._NotElementwise):
+            chains.run(chain, (x,))
     finally:
         _parallel.set_threads(before)
     assert chain.whole and not chain.in_blocks((x,))
-    assert np.array_equal(first[0], np.cumsum(x).reshape(x.shape)) and np.array_equal(second[0], first[0])
+
+
+def test_a_chain_that_computes_no_block_hands_its_run_over_and_runs_its_ops_one_by_one(small_chains, monkeypatch):
+    found, in_blocks, computed = small_chains
+    shape = (8, 100)
+    t = _t(shape, "f32")
+    text = f"""
+func.func @main(%x: {t}) -> {t} {{
+  %0 = stablehlo.exponential %x : {t}
+  %1 = stablehlo.multiply %0, %x : {t}
+  return %1 : {t}
+}}
+"""
+    (mod,) = frontend.load_text(text)
+    args = (_specials(np.float32, shape, np.random.default_rng(3)),)
+    expect = _stepwise(mod, args)
+    block = chains._block
+
+    def not_elementwise(*a):
+        raise chains._NotElementwise()
+
+    monkeypatch.setattr(chains, "_block", not_elementwise)
+    for run in _runs(text, args, 2):
+        assert [_canonical(o) for o in run] == expect
+    assert in_blocks == [False, True, False, False], "learned, tried in blocks once, then one by one"
+    monkeypatch.setattr(chains, "_block", block)
 
 
 def test_only_large_runs_of_element_wise_ops_are_chains():

@@ -63,7 +63,8 @@ class Chain:
     """One chain of a generated block: ``body(operands, index, sizes)`` computes the chain's
     outputs on the operands' elements at ``index`` (one slice for each axis of the chain's
     ``frame``, the leading axes every value of the chain shares; ``sizes``: the slices' sizes).
-    The whole calls are the body at the slices of whole axes. ``rows``: the operands the chain
+    Where it does not run in blocks, the generated block computes the chain's ops one by one
+    and the chain learns from their results (:meth:`learn`). ``rows``: the operands the chain
     reduces by rows, whose blocks reduce as the whole does only where they are C-ordered (a
     block of whole rows of a C-ordered array is C-ordered: each row then reduced by the same
     calls)."""
@@ -72,7 +73,6 @@ class Chain:
         self.body, self.frame, self.shapes, self.dtypes = body, frame, shapes, dtypes
         self.rows = rows  # the operands reduced by rows: in blocks only where they are C-ordered
         self.size = math.prod(frame)
-        self.all = tuple(slice(0, n) for n in frame)
         self.seen: dict[tuple, bool] = {}  # operand strides -> whether the whole calls gave C order
         self.whole = False  # a fast path that computed no block of its result: whole calls from now on
         self.index: dict[int, list] = {}
@@ -126,18 +126,17 @@ def _block(body, ins: tuple, outs: tuple, index: tuple) -> None:
 
 
 def run(chain: Chain, ins: tuple) -> tuple:
-    """The chain's outputs: computed in blocks on the process's threads where its operands'
-    strides allow (see :class:`Chain`), else the whole calls (recording what they give)."""
-    if chain.in_blocks(ins):
-        outs = tuple(np.empty(shape, dt) for shape, dt in zip(chain.shapes, chain.dtypes))
-        try:
-            _parallel.run([functools.partial(_block, chain.body, ins, outs, s)
-                           for s in chain.blocks(_parallel.threads())], chain.paying)
-            return outs
-        except _NotElementwise:
-            chain.whole = True
-    outs = chain.body(ins, chain.all, chain.frame)
-    chain.learn(ins, outs)
+    """The chain's outputs computed in blocks on the process's threads (where
+    :meth:`Chain.in_blocks` allows: the caller computes its ops one by one elsewhere). A fast
+    path that computes no block of its result (:class:`_NotElementwise`) is raised, and the
+    chain's ops are computed one by one from then on."""
+    outs = tuple(np.empty(shape, dt) for shape, dt in zip(chain.shapes, chain.dtypes))
+    try:
+        _parallel.run([functools.partial(_block, chain.body, ins, outs, s)
+                       for s in chain.blocks(_parallel.threads())], chain.paying)
+    except _NotElementwise:
+        chain.whole = True
+        raise
     return outs
 
 

@@ -447,7 +447,7 @@ class _Plan:
         ``members``: the positions of every op of a chain. The operands of a chain's ops are
         added to ``held`` (kept until the chain has run). Where :meth:`_groups` forms groups:
         only in the plain variants without lanes, on more than one thread."""
-        if self.lanes or self.full or _parallel.threads() < 2:
+        if self.lanes or self.full or _parallel.threads() < 2 or self.__dict__.get("_in_chain"):
             return {}, set()
         limit = next((j for j, step in enumerate(steps)
                       if step[1] not in (_KERNEL, _CALL) or (step[1] == _KERNEL and step[3] is None)), len(steps))
@@ -458,17 +458,22 @@ class _Plan:
             at = chain[-1] + 1
             chained[at] = chain, frame
             members.update(chain)
-            for m in chain:
-                for v in steps[m][4]:
-                    held[v] = max(held.get(v, at), at)
+            read = {v for m in chain for v in steps[m][4]}
+            for v in read:
+                held[v] = max(held.get(v, at), at)
+            for j in range(chain[0], at):  # an op computed before the chain writes into none of its operands
+                if j not in chain and self.reuse.get(id(steps[j][0])) in read:
+                    del self.reuse[id(steps[j][0])]
         return chained, members
 
     def _emit_chain(self, chain: list, frame: tuple, release, code: list[str]) -> None:
-        """A chain (:meth:`_chains`) as one call: a function of the block of its operands at an
-        index of the leading axes ``frame`` (:class:`.chains.Chain`), computing each element-wise
-        op's fast path on the blocks of its operands, and each reduction and broadcast of whole
-        rows by its block's form (:func:`.chains.by_rows`); its results read after it (its
-        outputs) bound and stored, then the values held for it released. Inside, a value is
+        """A chain (:meth:`_chains`): where :meth:`.chains.Chain.in_blocks` allows, one call of
+        a function of the block of its operands at an index of the leading axes ``frame``
+        (:class:`.chains.Chain`), computing each element-wise op's fast path on the blocks of
+        its operands, and each reduction and broadcast of whole rows by its block's form
+        (:func:`.chains.by_rows`); else its ops one by one, as without chains, whose results'
+        layouts the chain learns from. Its results read after it (its outputs) bound and
+        stored, then the values held for it released. Inside, a value is
         freed once read last, and a ufunc writes its result into an operand of its type
         computed in the chain, read last there and new (the result of a ufunc or of a fast path
         declared ``fresh``), as :meth:`_reuse` does in the block."""
@@ -514,8 +519,16 @@ class _Plan:
                         if step[0].name == "stablehlo.reduce" and step[4][0] not in made)
         self.ns[key] = _chains.Chain(ns["body"], frame, tuple(tuple(types[v].shape) for v in outs),
                                      tuple(types[v].dtype for v in outs), reduced)
-        call = f"_chain({key}, ({self.refs(inputs, raw=True)}))"
-        code += [f"{''.join(f'v{v}, ' for v in outs)}= {call}" if outs else call, "_pend = False"]
+        bound = "".join(f"v{v}, " for v in outs)
+        code += [f"_in = ({self.refs(inputs, raw=True)})", f"if {key}.in_blocks(_in):",
+                 f"    {bound}= _chain({key}, _in)" if outs else f"    _chain({key}, _in)", "else:"]
+        inner: list[str] = []
+        self._in_chain = True
+        try:
+            self._emit(tuple(chain), inner, "chain")
+        finally:
+            self._in_chain = False
+        code += [f"    {line}" for line in inner] + [f"    {key}.learn(_in, ({bound}))", "_in = None", "_pend = False"]
         self.store(outs, code)
         release = [v for v in release if v not in self.consts]
         if release:
@@ -655,7 +668,8 @@ class _Plan:
 
     def _emit(self, steps: tuple, code: list[str], mode: str, carry: tuple = ()) -> None:
         """Code for ``steps``; at the terminator: ``top`` returns or branches, ``cond`` leaves
-        the loop when false, ``body`` assigns ``carry`` (the condition's arguments)."""
+        the loop when false, ``body`` assigns ``carry`` (the condition's arguments); ``chain``:
+        the ops of a chain one by one (no terminator; values released as in ``top``)."""
         lanes, full = self.lanes, self.full
         late = "if deadline is not None and _mono() > deadline: _late(o{})"
         timed = full or self.timed
@@ -676,7 +690,8 @@ class _Plan:
                 self._emit_chain([steps[m] for m in chain], frame, () if j in anchors else pending.pop(j, ()), code)
             if j in anchors:
                 self._emit_group([steps[m] for m in anchors[j]], pending.pop(j, ()), code)
-            dead = tuple(v for v in self.dead.get(id(op), ()) if v not in self.consts) if mode == "top" else ()
+            dead = (tuple(v for v in self.dead.get(id(op), ()) if v not in self.consts)
+                    if mode in ("top", "chain") else ())
             i = self.n
             self.n += 1
             self.ns[f"o{i}"] = op
@@ -758,6 +773,8 @@ class _Plan:
         else:
             if mode == "top":
                 code.append("return -1, ()")
+            elif mode == "chain" and dead:  # the values the chain's last op read last
+                code.append(" = ".join([f"v{v}" for v in dead] + ["None"]))
 
     def _emit_kernel(self, i, op, fn, operands, results, quant, code) -> None:
         lanes = self.lanes
