@@ -200,9 +200,9 @@ func.func @main(%x: {t}, %w: tensor<48x32xf32>) -> ({t}, tensor<64x32xf32>) {{
     assert any(in_blocks) and computed
 
 
-def test_a_failing_chain_hands_the_run_to_the_step_by_step_block(small_chains, monkeypatch):
-    shape = (8, 100)
-    t = _t(shape, "f32")
+def _exp_times_x() -> tuple:
+    """A chain of two ops: its text, arguments and step-by-step outputs."""
+    t = _t((8, 100), "f32")
     text = f"""
 func.func @main(%x: {t}) -> {t} {{
   %0 = stablehlo.exponential %x : {t}
@@ -211,8 +211,12 @@ func.func @main(%x: {t}) -> {t} {{
 }}
 """
     (mod,) = frontend.load_text(text)
-    args = (_specials(np.float32, shape, np.random.default_rng(3)),)
-    expect = _stepwise(mod, args)
+    args = (_specials(np.float32, (8, 100), np.random.default_rng(3)),)
+    return text, args, _stepwise(mod, args)
+
+
+def test_a_failing_chain_hands_the_run_to_the_step_by_step_block(small_chains, monkeypatch):
+    text, args, expect = _exp_times_x()
     failed = []
 
     def failing(chain, ins):
@@ -249,18 +253,7 @@ def test_a_fast_path_that_computes_no_block_makes_the_chain_whole(monkeypatch):
 
 def test_a_chain_that_computes_no_block_hands_its_run_over_and_runs_its_ops_one_by_one(small_chains, monkeypatch):
     found, in_blocks, computed = small_chains
-    shape = (8, 100)
-    t = _t(shape, "f32")
-    text = f"""
-func.func @main(%x: {t}) -> {t} {{
-  %0 = stablehlo.exponential %x : {t}
-  %1 = stablehlo.multiply %0, %x : {t}
-  return %1 : {t}
-}}
-"""
-    (mod,) = frontend.load_text(text)
-    args = (_specials(np.float32, shape, np.random.default_rng(3)),)
-    expect = _stepwise(mod, args)
+    text, args, expect = _exp_times_x()
     block = chains._block
 
     def not_elementwise(*a):
@@ -463,3 +456,31 @@ func.func @main(%x: {t}) -> {t} {{
         for run in _runs(text, (arg,), 2):
             assert [_canonical(o) for o in run] == expect
         assert any(in_blocks) is blocks and bool(computed) is blocks
+
+
+def test_no_chain_where_a_group_of_products_before_its_end_reads_its_values(small_chains, monkeypatch):
+    """Two products run at once (a group) where the first one's result is read: inside a chain
+    that computes what the second one reads. The chain is not made (it would run after the
+    group), and the block runs to its end without handing its run over."""
+    t, w = _t((64, 256), "f32"), "tensor<256x256xf32>"
+    text = f"""
+func.func @main(%x: {t}, %y: {t}, %w1: {w}, %w2: {w}) -> ({t}, {t}) {{
+  %e = stablehlo.exponential %x : {t}
+  %q = stablehlo.dot_general %y, %w1, contracting_dims = [1] x [0] : ({t}, {w}) -> {t}
+  %a = stablehlo.add %e, %q : {t}
+  %m = stablehlo.multiply %a, %a : {t}
+  %p = stablehlo.dot_general %e, %w2, contracting_dims = [1] x [0] : ({t}, {w}) -> {t}
+  return %m, %p : {t}, {t}
+}}
+"""
+    rng = np.random.default_rng(6)
+    args = tuple(rng.standard_normal(s).astype(np.float32) for s in [(64, 256), (64, 256), (256, 256), (256, 256)])
+    (mod,) = frontend.load_text(text)
+    expect = _stepwise(mod, args)
+    made = []
+    compile_variant = codegen._Plan._compile_variant
+    monkeypatch.setattr(codegen._Plan, "_compile_variant",
+                        lambda self, full, *a: made.append(full) or compile_variant(self, full, *a))
+    for run in _runs(text, args, 2):
+        assert [_canonical(o) for o in run] == expect
+    assert made and not any(made), "the step-by-step variant was never needed"

@@ -440,13 +440,15 @@ class _Plan:
                         held[v] = max(held.get(v, a), a)
         return anchors, taken, held
 
-    def _chains(self, steps: tuple, held: dict) -> tuple[dict[int, list[int]], set[int]]:
+    def _chains(self, steps: tuple, held: dict, groups: dict) -> tuple[dict[int, list[int]], set[int]]:
         """Chains of element-wise ops of ``steps`` (one block) computed block by block on the
         process's threads (:mod:`.chains`): ``(chained, members)``, ``chained``: position ->
         the positions of a chain's ops, emitted just before the step after its last op;
         ``members``: the positions of every op of a chain. The operands of a chain's ops are
         added to ``held`` (kept until the chain has run). Where :meth:`_groups` forms groups:
-        only in the plain variants without lanes, on more than one thread."""
+        only in the plain variants without lanes, on more than one thread. No chain is made
+        where a group of products (``groups``: anchor -> positions) runs before the chain's end
+        and reads one of the chain's values (it would run before the chain computes them)."""
         if self.lanes or self.full or _parallel.threads() < 2 or self.__dict__.get("_in_chain"):
             return {}, set()
         limit = next((j for j, step in enumerate(steps)
@@ -456,6 +458,10 @@ class _Plan:
         members: set[int] = set()
         for chain, frame in _chains.find(steps, limit, (_KERNEL,), fast, ELEMENTWISE):
             at = chain[-1] + 1
+            made = {v for m in chain for v in steps[m][5]}
+            if any(chain[0] <= a < at and any(made.intersection(steps[m][4]) for m in group)
+                   for a, group in groups.items()):
+                continue
             chained[at] = chain, frame
             members.update(chain)
             read = {v for m in chain for v in steps[m][4]}
@@ -677,7 +683,7 @@ class _Plan:
             code.append(late.format(self.n))  # once per run of the block, per iteration of a loop
         dead: tuple = ()
         anchors, members, held = self._groups(steps)
-        chained, in_chains = self._chains(steps, held)
+        chained, in_chains = self._chains(steps, held, anchors)
         members = members | in_chains
         firsts = {chain[0] for chain, _frame in chained.values()}
         pending: dict[int, list[int]] = {}  # anchor -> the values to release after its group
