@@ -30,10 +30,10 @@ of whether threads paid (:func:`~..kernels._parallel.paying`).
 
 The layout of a result can matter to an op reading it (a BLAS product's bits, a reduction's
 order: ``docs/benchmarks.md``), and a chain's results computed block by block are new
-C-ordered arrays. So a chain runs in blocks only for operands of strides with which the whole
-calls gave C-ordered results (:class:`Chain`): the first run with such strides is the whole
-calls, and records it. A NumPy call's result layout is a function of its operands' shapes and
-strides, never of their values.
+C-ordered arrays. So a chain runs in blocks only for operands of strides with which its ops
+one by one gave C-ordered results (:class:`Chain`): the first run with such strides computes them
+one by one, as without chains, and records it. A NumPy call's result layout is a function of its
+operands' shapes and strides, never of their values.
 """
 
 from __future__ import annotations
@@ -49,10 +49,11 @@ from ..kernels.reduction import rows_reduce
 from ..kernels.shape import rows_broadcast
 from ..opinfo import FastPath
 
-# the least result elements of a chain, and the least element-ops (elements times ops): below,
-# the hand-off to another thread costs about what the second core saves (measured on 2 cores:
-# a chain of about 60 ops on 128 x 3072 f32 elements takes 3.5 ms in blocks on 2 threads
-# against 6.2 ms op by op)
+# the least elements of a chain's largest value, and the least element-ops (the elements each of
+# its ops reads or writes, summed): below, the hand-off to another thread costs about what the
+# second core saves (measured on 2 cores: bert_base's GELU, about 60 ops on 128 x 3072 f32
+# elements, takes 1.8 ms in 2 blocks on 2 threads against 3 ms op by op; layer norms and softmaxes
+# of 100k-200k elements as chains measured no faster in alternating runs)
 LEAST_ELEMENTS = 1 << 15
 LEAST_WORK = 1 << 21
 BLOCK = 3 << 16  # elements of a block, about (at least one block per thread, at most four)
@@ -73,12 +74,15 @@ class Chain:
         self.body, self.frame, self.shapes, self.dtypes = body, frame, shapes, dtypes
         self.rows = rows  # the operands reduced by rows: in blocks only where they are C-ordered
         self.size = math.prod(frame)
-        self.seen: dict[tuple, bool] = {}  # operand strides -> whether the whole calls gave C order
-        self.whole = False  # a fast path that computed no block of its result: whole calls from now on
+        self.seen: dict[tuple, bool] = {}  # operand strides -> whether the ops one by one gave C order
+        self.whole = False  # a fast path that computed no block of its result: one by one from now on
         self.index: dict[int, list] = {}
         self.paying = [0, _parallel.BACK_OFF]  # this chain's own record of whether threads paid
 
     def in_blocks(self, ins: tuple) -> bool:
+        """Whether the chain runs in blocks on these operands: more than one thread (not inside
+        another op's piece), operands of strides with which its ops one by one gave C-ordered
+        results, the ones it reduces by rows C-ordered, and threads paying for this chain."""
         n = _parallel.threads()
         if n < 2 or self.whole or _parallel.inside():
             return False
@@ -94,6 +98,9 @@ class Chain:
         return tuple(x.strides for x in ins)
 
     def learn(self, ins: tuple, outs: tuple) -> None:
+        """Record whether ``outs``, the chain's outputs computed op by op on ``ins``, are all
+        C-ordered arrays of their types (the layout of a NumPy result is a function of its
+        operands' shapes and strides: it holds for every call with these strides)."""
         key = self.signature(ins)
         if key is None or key in self.seen or len(self.seen) >= MOST_SIGNATURES:
             return

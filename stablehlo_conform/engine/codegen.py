@@ -479,10 +479,10 @@ class _Plan:
         its operands, and each reduction and broadcast of whole rows by its block's form
         (:func:`.chains.by_rows`); else its ops one by one, as without chains, whose results'
         layouts the chain learns from. Its results read after it (its outputs) bound and
-        stored, then the values held for it released. Inside, a value is
-        freed once read last, and a ufunc writes its result into an operand of its type
-        computed in the chain, read last there and new (the result of a ufunc or of a fast path
-        declared ``fresh``), as :meth:`_reuse` does in the block."""
+        stored, then the values held for it released. Inside the function, a value is freed
+        once read last, and a ufunc writes its result into an operand of its type computed in
+        the chain, read last there and new (the result of a ufunc or of a fast path declared
+        ``fresh``), as :meth:`_reuse` does in the block."""
         ops = {id(step[0]) for step in chain}
         inputs: list[int] = []
         computed: dict[int, np.dtype] = {}  # value -> its type, where a new array of the chain's
