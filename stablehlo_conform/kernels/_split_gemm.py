@@ -172,6 +172,7 @@ def _kept_on_trial(ashape: tuple, bshape: tuple, dtype: np.dtype, layouts: tuple
     """:func:`_kept` of a product that is not exact, from its kind alone; a cut giving the
     bits in more than :data:`FASTER` of the time is kept as :class:`_Slow` (timed again later)."""
     ta, tb, bits, took = _whole_on_trial(ashape, bshape, dtype, layouts)
+    _parallel.start()  # the pool's threads up: a thread started by the trial's first cut makes it slow
     for cut in cuts:
         pieces, cut_took = _timed(lambda: _run(ta, tb, cut))
         if np.array_equal(pieces.view(np.uint8), bits):
@@ -222,11 +223,11 @@ def _cut_for(key: tuple, trial) -> tuple | None:
 
 
 def _timed(call) -> tuple:
-    """``call()``'s result and the shortest wall time of three calls (the first pays for its
-    result's fresh pages, and a trial of pieces for waking the threads up: with two, a cut of
-    ``(128, 768) @ (768, 768)`` that halves its time was kept in two processes of three)."""
+    """``call()``'s result and the shorter wall time of two calls (the first pays for its
+    result's fresh pages; a slow moment of the machine is made good by :class:`_Slow`: a third
+    call made every trial of vit_b16's first run 0.1 s longer)."""
     took = []
-    for _ in range(3):
+    for _ in range(2):
         start = time.perf_counter()
         out = call()
         took.append(time.perf_counter() - start)
