@@ -71,7 +71,7 @@ class Chain:
     calls)."""
 
     def __init__(self, body, frame: tuple, shapes: tuple, dtypes: tuple, rows: tuple = ()):
-        self.body, self.frame, self.shapes, self.dtypes = body, frame, shapes, dtypes
+        self._body, self.frame, self.shapes, self.dtypes = body, frame, shapes, dtypes
         self.rows = rows  # the operands reduced by rows: in blocks only where they are C-ordered
         self.size = math.prod(frame)
         self.seen: dict[tuple, bool] = {}  # operand strides -> whether the ops one by one gave C order
@@ -114,6 +114,17 @@ class Chain:
             idx = self.index[n] = [tuple(slice(i, i + 1) if isinstance(i, int) else i for i in b)
                                    for b in _parallel.blocks(self.frame, parts)]
         return idx
+
+    @property
+    def body(self):
+        """The function, compiled the first time the chain runs in blocks where it was given as
+        ``(source, namespace)`` (its first runs compute its ops one by one: a model's first run
+        compiles none of its chains)."""
+        if self._body.__class__ is tuple:
+            src, ns = self._body
+            exec(compile(src, "<chain>", "exec"), ns)
+            self._body = ns["body"]
+        return self._body
 
     @property
     def work(self) -> int:

@@ -518,12 +518,11 @@ class _Plan:
             if dead:
                 lines.append(f"    {' = '.join(dead + ['None'])}")
         src = "\n".join(["def body(ins, s, z):", *lines, f"    return ({''.join(f'u{v}, ' for v in outs)})"])
-        exec(compile(src, "<chain>", "exec"), ns)
         types = {step[5][0]: step[0].result_types[0] for step in chain}
         key = f"K{len(self.ns)}"
         reduced = tuple(inputs.index(step[4][0]) for step in chain
                         if step[0].name == "stablehlo.reduce" and step[4][0] not in made)
-        self.ns[key] = _chains.Chain(ns["body"], frame, tuple(tuple(types[v].shape) for v in outs),
+        self.ns[key] = _chains.Chain((src, ns), frame, tuple(tuple(types[v].shape) for v in outs),
                                      tuple(types[v].dtype for v in outs), reduced)
         bound = "".join(f"v{v}, " for v in outs)
         code += [f"_in = ({self.refs(inputs, raw=True)})", f"if {key}.in_blocks(_in):",

@@ -390,15 +390,12 @@ def _fast_reduce(op):
 
 
 def rows_reduce(op) -> tuple[int, object] | None:
-    """For a ``reduce`` with a fast path (:func:`_fast_reduce`) over the operand's trailing axes
-    only: ``(k, call)``, ``k`` the leading axes it keeps and ``call(x, init)`` what the fast path
-    computes (:func:`fast_reduce` on the same dimensions), on the whole operand or on any block
-    of it cut along those ``k`` axes (a C-ordered block of whole rows: each row reduced as in
-    the whole call, by the same sequential fold or ``ufunc.reduce`` of the same contiguous row);
-    None otherwise."""
-    fp = _fast_reduce(op)
-    if fp is None:
-        return None
+    """For a ``reduce`` that has a fast path (:func:`_fast_reduce` gave one: the caller knows)
+    over the operand's trailing axes only: ``(k, call)``, ``k`` the leading axes it keeps and
+    ``call(x, init)`` what the fast path computes (:func:`fast_reduce` on the same dimensions),
+    on the whole operand or on any block of it cut along those ``k`` axes (a C-ordered block of
+    whole rows: each row reduced as in the whole call, by the same sequential fold or
+    ``ufunc.reduce`` of the same contiguous row); None otherwise."""
     shape = tuple(op.operand_types[0].shape)
     dims = tuple(sorted(int(d) for d in op.attr("dimensions", ())))
     k = len(shape) - len(dims)

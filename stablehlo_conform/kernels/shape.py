@@ -183,13 +183,12 @@ def _fast_broadcast_in_dim(op):
 
 
 def rows_broadcast(op) -> tuple[int, object] | None:
-    """For a ``broadcast_in_dim`` with a fast path (:func:`_fast_broadcast_in_dim`) whose first
-    ``k`` operand dimensions are the result's first ``k``, of the same sizes: ``(k, call)``,
-    ``call(x, sizes)`` the result's block for the block ``x`` of the operand cut along its
-    leading axes, ``sizes`` the block's sizes on the first of them (the others whole): a
-    read-only view, of the values of the fast path's view at the same index. None otherwise."""
-    if _fast_broadcast_in_dim(op) is None:
-        return None
+    """For a ``broadcast_in_dim`` that has a fast path (:func:`_fast_broadcast_in_dim` gave one:
+    the caller knows) whose first ``k`` operand dimensions are the result's first ``k``, of the
+    same sizes: ``(k, call)``, ``call(x, sizes)`` the result's block for the block ``x`` of the
+    operand cut along its leading axes, ``sizes`` the block's sizes on the first of them (the
+    others whole): a read-only view, of the values of the fast path's view at the same index.
+    None otherwise."""
     dims = _ints(op.attr("broadcast_dimensions"))
     shape, ishape = tuple(op.result_types[0].shape), tuple(op.operand_types[0].shape)
     if list(dims) != sorted(dims):
