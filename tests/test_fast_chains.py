@@ -2,8 +2,8 @@
 block by block on threads (``engine.chains``): the op-by-op results bit for bit, with the same
 strides (which NaN a result of two NaN operands keeps is left open by IEEE 754 and differs
 between NumPy's loops, as between the kernels and the fast paths: NaNs compare as one NaN); in
-blocks only where the whole calls give C-ordered results; a failing op or a fast path that
-computes no block falls back to the whole calls."""
+blocks only where the ops one by one give C-ordered results; a failing op or a fast path that
+computes no block falls back to the ops one by one."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def small_chains(monkeypatch):
     """Chains of any size, cut into blocks of about 97 elements (block edges inside rows where a
     chain has no reduction), run on threads even where threads do not pay; yields the chains
     found, whether each run was to be in blocks, and the blocks computed (a run in blocks that
-    failed has its whole calls instead)."""
+    failed has its ops one by one instead)."""
     monkeypatch.setattr(chains, "LEAST_ELEMENTS", 1)
     monkeypatch.setattr(chains, "LEAST_WORK", 1)
     monkeypatch.setattr(chains, "BLOCK", 97)
@@ -136,7 +136,7 @@ def test_a_gelu_chain_in_blocks_on_threads_is_the_op_by_op_one(small_chains, row
     # every element-wise op and, where there are rows to cut, both reductions row by row (of
     # the chain's own result, and of an argument, which is C-ordered)
     assert [(len(c), f) for c, f in found] == [(19, (rows,)) if rows > 1 else (17, shape)]
-    assert in_blocks[0] is False and all(in_blocks[1:]), "the whole calls first, then blocks"
+    assert in_blocks[0] is False and all(in_blocks[1:]), "the ops one by one first, then blocks"
     assert len(computed) > 3 * threads
     for run in many:
         assert _same(run, one[0])
@@ -168,8 +168,8 @@ func.func @main(%x: {t}) -> ({t}, tensor<16xf32>) {{
     assert computed
 
 
-def test_operands_not_in_c_order_keep_the_whole_calls_and_their_layout(small_chains):
-    """A chain whose whole calls give a result in Fortran order (its operand is): never run in
+def test_operands_not_in_c_order_keep_the_ops_one_by_one_and_their_layout(small_chains):
+    """A chain whose ops one by one give a result in Fortran order (its operand is): never run in
     blocks for those strides, so a product reading it sees the strides it would without chains."""
     _, in_blocks, computed = small_chains
     shape = (64, 48)
@@ -192,7 +192,7 @@ func.func @main(%x: {t}, %w: tensor<48x32xf32>) -> ({t}, tensor<64x32xf32>) {{
     assert in_blocks and not any(in_blocks) and not computed
     for run in many:
         assert _same(run, one[0])
-    assert not many[0][0].flags.c_contiguous  # the whole call's layout, kept
+    assert not many[0][0].flags.c_contiguous  # the layout of the ops one by one, kept
     in_blocks.clear()
     c_args = (np.ascontiguousarray(x), args[1])
     for run in _runs(text, c_args, 2):
@@ -431,7 +431,7 @@ def test_each_reduction_of_whole_rows_in_a_chain_is_the_op_by_op_one(small_chain
         computed.clear()
 
 
-def test_a_reduction_of_an_operand_not_in_c_order_keeps_the_whole_calls(small_chains):
+def test_a_reduction_of_an_operand_not_in_c_order_keeps_the_ops_one_by_one(small_chains):
     """A chain reducing rows of an operand runs in blocks only where the operand is C-ordered
     (a block of its rows is then C-ordered too, each row reduced as in the whole call)."""
     _, in_blocks, computed = small_chains
