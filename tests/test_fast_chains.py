@@ -262,7 +262,7 @@ def test_a_chain_that_computes_no_block_hands_its_run_over_and_runs_its_ops_one_
     monkeypatch.setattr(chains, "_block", not_elementwise)
     for run in _runs(text, args, 2):
         assert [_canonical(o) for o in run] == expect
-    assert in_blocks == [False, True, False, False], "learned, tried in blocks once, then one by one"
+    assert in_blocks == [False, True, False], "learned, tried in blocks once, then one by one"
     monkeypatch.setattr(chains, "_block", block)
 
 
@@ -329,11 +329,11 @@ func.func @main(%x: {t}) -> ({t}, tensor<64xf32>) {{
             pass
         if eng._runners:
             break
-    found, _, computed = small_chains
-    assert [(len(c), f) for c, f in found] == [(2, shape)]  # the reduction apart
     calls.clear()
     with pytest.raises(KernelError, match=r"stablehlo.reduce at <string>:5:\d+: RuntimeError: the reduction failed"):
-        Engine(mod).call("main", args)
+        Engine(mod).call("main", args)  # the block's second engine: planned with chains
+    found, _, computed = small_chains
+    assert [(len(c), f) for c, f in found] == [(2, shape)]  # the reduction apart
     assert len(calls) == 2, "raised in the plain block, then again step by step"
 
 
@@ -484,3 +484,21 @@ func.func @main(%x: {t}, %y: {t}, %w1: {w}, %w2: {w}) -> ({t}, {t}) {{
     for run in _runs(text, args, 2):
         assert [_canonical(o) for o in run] == expect
     assert made and not any(made), "the step-by-step variant was never needed"
+
+
+def test_a_blocks_first_engine_plans_no_chain_and_the_next_one_does(small_chains):
+    """A program's first run (its cold run) neither plans chains nor compiles their code: a
+    block run once would not repay them."""
+    found, in_blocks, computed = small_chains
+    text, args, expect = _exp_times_x()
+    (mod,) = frontend.load_text(text)
+    _parallel.set_threads(2)
+    for _ in range(6):
+        eng = Engine(mod)
+        assert [_canonical(o) for o in eng.call("main", args)] == expect
+        if eng._runners:
+            break
+    assert eng._runners and not found and not in_blocks
+    for _ in range(3):
+        assert [_canonical(o) for o in Engine(mod).call("main", args)] == expect
+    assert [len(c) for c, _f in found] == [2] and in_blocks == [False, True, True] and computed

@@ -51,10 +51,30 @@ def _generate(region: Region, index: int, steps: tuple, lanes: bool, registry: R
     Python loop over their ops in this same function (its kernel calls the
     regions through :meth:`Engine.run_region` at every iteration). Large
     products of a block that do not depend on each other run at once on the
-    process's threads (:meth:`_Plan._groups`).
+    process's threads (:meth:`_Plan._groups`), and so do chains of element-wise
+    ops (:meth:`_Plan._chains`): those from the block's :data:`CHAINS_AFTER`-th
+    engine on, in a plan of their own (a program's first run, its cold run,
+    neither plans chains nor compiles their code, which a block run once would
+    not repay).
     """
-    plan = _Plan(region, index, steps, lanes, registry, steps_of, funcs or {})
-    return plan.compile()
+    make = _Plan(region, index, steps, lanes, registry, steps_of, funcs or {}, chains=False).compile()
+    if lanes or _parallel.threads() < 2:
+        return make
+    made: list = []  # the engines made so far, and the plan with chains once made
+
+    def later(eng):
+        if len(made) < CHAINS_AFTER:
+            made.append(None)
+            return make(eng)
+        if len(made) == CHAINS_AFTER:
+            made.append(_Plan(region, index, steps, lanes, registry, steps_of, funcs or {}, chains=True).compile())
+        return made[-1](eng)
+
+    return later
+
+
+# the engines a block runs in before one runs it with chains (see _generate)
+CHAINS_AFTER = 1
 
 
 # the built-in while kernel, which an inlined loop stands for
@@ -85,7 +105,8 @@ class _Plan:
     that block, this op the last.
     """
 
-    def __init__(self, region, index, steps, lanes, registry, steps_of, funcs=None):
+    def __init__(self, region, index, steps, lanes, registry, steps_of, funcs=None, chains: bool = True):
+        self.chains = chains  # whether the plan makes chains of element-wise ops (see _chains)
         self.funcs = funcs or {}  # the module's functions: calls in loops run inline (see _call_steps)
         self.calls: dict[int, tuple] = {}  # id(func.call op) -> (callee block, its steps)
         self.region = region
@@ -449,7 +470,7 @@ class _Plan:
         only in the plain variants without lanes, on more than one thread. No chain is made
         where a group of products (``groups``: anchor -> positions) runs before the chain's end
         and reads one of the chain's values (it would run before the chain computes them)."""
-        if self.lanes or self.full or _parallel.threads() < 2 or self.__dict__.get("_in_chain"):
+        if not self.chains or self.lanes or self.full or _parallel.threads() < 2 or self.__dict__.get("_in_chain"):
             return {}, set()
         limit = next((j for j, step in enumerate(steps)
                       if step[1] not in (_KERNEL, _CALL) or (step[1] == _KERNEL and step[3] is None)), len(steps))
