@@ -274,16 +274,14 @@ class _Plan:
         out: dict[int, Callable] = {}
         for _, _, (op, *_rest) in self._all_steps():
             fp = self.fast.get(id(op))
-            if fp is None or fp.view or not (fp.out or op.name in ELEMENTWISE):
+            shape = _chains.member(op, fp, ELEMENTWISE)  # an element-wise op whose operands have its shape
+            if shape is None:
                 continue
-            ty = op.result_types[0]
-            shape = tuple(ty.shape)
             least = SPLIT_MIN_UFUNC if fp.out else SPLIT_MIN
             least = min(least, fp.split_min or least)
-            if (ty.num_elements() or 0) < least or any(
-                    not isinstance(t, T.TensorType) or tuple(t.shape) != shape for t in op.operand_types):
+            if math.prod(shape) < least:
                 continue
-            out[id(op)] = _in_pieces(fp, shape, ty.dtype)
+            out[id(op)] = _in_pieces(fp, shape, op.result_types[0].dtype)
         return out
 
     def _reuse(self) -> dict[int, int]:

@@ -257,13 +257,12 @@ def same_in_c_order(rows, b: np.ndarray) -> bool:
     return all(_remembered(_orders, (r, b.shape, b.dtype), lambda r=r: trial(r)) for r in rows)
 
 
-def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray | None:
-    """``np.dot(a, b)`` of 2-D f32 or f64 operands of one type, computed in pieces on several
-    threads where a cut of this kind of product gives the whole call's bits (see the module
-    docstring); None where the caller makes the whole call. To be called on one BLAS thread.
-    ``exact``: every value of the product is exact in its type (any cut gives its bits)."""
-    if (a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype.kind != "f" or a.dtype.itemsize < 4
-            or _parallel.threads() < 2 or _parallel.inside()):
+def _cuttable(a: np.ndarray, b: np.ndarray, exact: bool) -> tuple | None:
+    """The operands' layouts where a product of these operands may be cut over the threads
+    (2-D, of one type, on more than one thread and not inside another op's piece, at least
+    :data:`MIN_MACS` multiply-adds and, unless ``exact``, :data:`MIN_K` terms, C or Fortran
+    order and at most :data:`MOST_TRIED` elements to try); None where it stays one call."""
+    if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or _parallel.threads() < 2 or _parallel.inside():
         return None
     (m, k), n = a.shape, b.shape[1]
     if (k < MIN_K and not exact) or m * k * n < MIN_MACS:
@@ -271,6 +270,19 @@ def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarr
     la, lb = _layout(a), _layout(b)
     if not exact and (la is None or lb is None or a.size + b.size > MOST_TRIED):
         return None
+    return la, lb
+
+
+def split_product(a: np.ndarray, b: np.ndarray, exact: bool = False) -> np.ndarray | None:
+    """``np.dot(a, b)`` of 2-D f32 or f64 operands of one type, computed in pieces on several
+    threads where a cut of this kind of product gives the whole call's bits (see the module
+    docstring); None where the caller makes the whole call. To be called on one BLAS thread.
+    ``exact``: every value of the product is exact in its type (any cut gives its bits)."""
+    layouts = _cuttable(a, b, exact) if a.dtype.kind == "f" and a.dtype.itemsize >= 4 else None
+    if layouts is None:
+        return None
+    la, lb = layouts
+    (m, _k), n = a.shape, b.shape[1]
     parts = _parallel.threads()
 
     def trial() -> tuple | None:
@@ -297,15 +309,12 @@ def split_narrow_product(a: np.ndarray, b: np.ndarray, wide: np.dtype, out_dtype
     model's weights are otherwise widened on one thread before every product: 14 ms of
     bert_base_bf16's run, and its results rounded after it: 7 ms)."""
     wide, out_dtype = np.dtype(wide), np.dtype(out_dtype)
-    if (a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or wide.kind != "f" or wide.itemsize < 4
-            or a.dtype.itemsize >= wide.itemsize or _parallel.threads() < 2 or _parallel.inside()):
+    narrower = wide.kind == "f" and wide.itemsize >= 4 and a.dtype.itemsize < wide.itemsize
+    layouts = _cuttable(a, b, False) if narrower else None
+    if layouts is None:
         return None
-    (m, k), n = a.shape, b.shape[1]
-    if k < MIN_K or m * k * n < MIN_MACS:
-        return None
-    la, lb = _layout(a), _layout(b)
-    if la is None or lb is None or a.size + b.size > MOST_TRIED:
-        return None
+    la, lb = layouts
+    (m, _k), n = a.shape, b.shape[1]
     parts = _parallel.threads()
 
     def trial() -> tuple | None:
