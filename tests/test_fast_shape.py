@@ -198,3 +198,44 @@ def test_loop_of_calls_matches_the_step_by_step_engine():
         (got,) = eng.call("main", [xs, w])
         _same(got, want)
     assert eng._runners  # blocks were generated
+
+
+def test_folded_broadcasts_read_by_ufuncs_are_views_and_keep_the_bits():
+    """A broadcast of a constant is folded once; where every reader takes views (ufuncs), the
+    generated block holds the broadcast fast path's read-only view of the folded operand, not
+    the kernel's copy of the whole shape (a scalar broadcast to a 6 MB tensor is read by every
+    op that multiplies by it); where a reader takes none (the reduce fast path: ``np.add.reduce``
+    of a stride-0 view adds in another order), the kernel's C-ordered copy. The outputs are the
+    step-by-step ones, bit for bit."""
+    t = "tensor<64x300xf32>"
+    text = f"""
+    func.func @main(%a: {t}) -> ({t}, tensor<64xf32>) {{
+      %c = stablehlo.constant dense<0.1> : tensor<f32>
+      %e = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> {t}
+      %v = stablehlo.constant dense<[{', '.join(str(1.5 + i / 7) for i in range(300))}]> : tensor<300xf32>
+      %g = stablehlo.broadcast_in_dim %v, dims = [1] : (tensor<300xf32>) -> {t}
+      %k = stablehlo.constant dense<0.3> : tensor<f32>
+      %h = stablehlo.broadcast_in_dim %k, dims = [] : (tensor<f32>) -> {t}
+      %r = stablehlo.multiply %a, %e : {t}
+      %s = stablehlo.add %r, %g : {t}
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %m = stablehlo.reduce(%h init: %z) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> tensor<64xf32>
+      return %s, %m : {t}, tensor<64xf32>
+    }}"""
+    (mod,) = frontend.load_text(text)
+    x = _data(np.float32, (64, 300), seed=3)
+    step = Engine(mod)
+    step.generate_blocks = False
+    want = step.call("main", [x])
+    for _ in range(3):  # blocks are generated after their first runs
+        eng = Engine(mod)
+        got = eng.call("main", [x])
+    (run,) = [hit[1] for hit in eng._runners.values()]
+    folded = {k: v for k, v in run.__globals__.items() if k.startswith("F") and np.ndim(v) == 2}
+    views = sorted(v.strides for v in folded.values() if not v.flags.owndata)
+    copies = [v for v in folded.values() if v.flags.owndata]
+    assert views == [(0, 0), (0, 4)]  # %e and %g, read by ufuncs
+    assert len(copies) == 1 and copies[0].flags.c_contiguous and float(copies[0][0, 0]) == np.float32(0.3)  # %h
+    assert all(not v.flags.writeable for v in folded.values() if not v.flags.owndata)
+    for g, w in zip(got, want):
+        _same(g, w)

@@ -119,6 +119,7 @@ class _Plan:
         self.own: set[int] = set()  # ids of the ops the generated code runs itself
         self.defined: set[int] = set(self.block.args)
         self.fast: dict[int, FastPath] = {}  # id(op) -> its fast path
+        self.folded_views: dict[int, FastPath] = {}  # id(folded op) -> its fast path giving a view
         self.scalar: set[int] = set()  # values that may be NumPy scalars
         self._inline(self.block, steps)
         self.slots = self._slots()
@@ -238,7 +239,7 @@ class _Plan:
         for block, pos, (op, kind, name, fn, operands, results, quant, fold) in self._all_steps():
             for v in operands:
                 readers.setdefault(v, []).append(op)
-            if kind != _KERNEL or fn is None or fold or quant is not False or id(op) in self.loops:
+            if kind != _KERNEL or fn is None or quant is not False or id(op) in self.loops:
                 continue
             info = self.registry.info(name)
             factory = info.fast if info is not None and info.kernel is fn else None
@@ -248,17 +249,21 @@ class _Plan:
                 fp = factory(op)
             except Exception:  # the kernel reports what the fast path would not take
                 fp = None
-            if fp is not None:
+            if fp is not None and not fold:
                 self.fast[id(op)] = fp
-        # a view stays a view only where every reader takes views
-        for _, _, (op, *_rest) in list(self._all_steps()):
-            fp = self.fast.get(id(op))
-            if fp is None or not fp.view:
-                continue
-            (r,) = op.results
-            if r in self.slots or not all(
-                    (g := self.fast.get(id(o))) is not None and g.views for o in readers.get(r, ())):
-                del self.fast[id(op)]
+            elif fp is not None and fp.view:
+                self.folded_views[id(op)] = fp
+        # a view stays a view only where every reader takes views (a folded one too: its value is
+        # then its fast path's view of its folded operand, not its kernel's copy: a folded
+        # broadcast of a scalar, read by many ops, then takes no memory of its size)
+        for fast in (self.fast, self.folded_views):
+            for op in [step[0] for _, _, step in self._all_steps() if id(step[0]) in fast]:
+                if not fast[id(op)].view:
+                    continue
+                (r,) = op.results
+                if r in self.slots or not all(
+                        (g := self.fast.get(id(o))) is not None and g.views for o in readers.get(r, ())):
+                    del fast[id(op)]
         self.readers = readers
         for _, _, (op, *_rest) in self._all_steps():
             if id(op) in self.fast and _rank0(op.result_types[0]):
@@ -764,7 +769,11 @@ class _Plan:
             if foldable:
                 if full:
                     code.append(f"if prof is not None: prof.setdefault({name!r}, [0, 0.0])[0] += 1")
-                for v, value in zip(results, op._folded[1]):
+                values = op._folded[1]
+                view = self.folded_views.get(id(op))
+                if view is not None:  # the fast path's view of the folded operand (see _choose_fast)
+                    values = (view.call(*(self.ns[f"F{v}"] for v in operands)),)
+                for v, value in zip(results, values):
                     self.ns[f"F{v}"] = value
                     self.consts.add(v)
                     if v in self.slots:
