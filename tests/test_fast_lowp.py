@@ -121,6 +121,41 @@ def test_transpose_copy_is_numpys_transpose_for_every_permutation(dt, monkeypatc
                       np.array(np.transpose(x[..., ::-1] if rank else x, perm), order="C"))
 
 
+@pytest.mark.parametrize("dt", [np.int8, BF16, np.float32, np.complex128], ids=lambda d: np.dtype(d).name)
+def test_a_large_matrix_transpose_copied_in_pieces_on_threads_is_numpys(dt, monkeypatch):
+    """Large matrices are tiled in pieces of whole tile columns on the threads: every element
+    copied once, a batch of matrices too, and one thread (or a small matrix) copies whole."""
+    from stablehlo_conform.kernels import _parallel
+
+    monkeypatch.setattr(shape, "TILED_TRANSPOSE_MIN", 1)
+    monkeypatch.setattr(shape, "TILED_MATRIX_MIN", (1, 1, 1))
+    monkeypatch.setattr(shape, "TILED_PIECES_MIN", 1 << 10)
+    monkeypatch.setattr(shape, "TILE_SPAN_BYTES", 96)  # several tiles a piece
+    monkeypatch.setattr(_parallel, "PAYING_SPEEDUP", 0.0)
+    monkeypatch.setattr(_parallel, "_paying", [0, _parallel.BACK_OFF])
+    copied = []
+    tiles = shape._copy_tiles
+
+    def copy(dst, src):
+        copied.append(dst.size)
+        tiles(dst, src)
+
+    monkeypatch.setattr(shape, "_copy_tiles", copy)
+    before = _parallel.threads()
+    rng = np.random.default_rng(5)
+    try:
+        for n, shp, perm in ((2, (301, 67), (1, 0)), (2, (3, 130, 47), (0, 2, 1)), (1, (301, 67), (1, 0))):
+            _parallel.set_threads(n)
+            copied.clear()
+            x = rng.integers(0, 1 << 16, size=shp).astype(dt)
+            _same(shape.transpose_copy(x, perm), np.array(np.transpose(x, perm), order="C"))
+            assert sum(copied) == x.size
+            matrices = x.size // (shp[-1] * shp[-2])
+            assert len(copied) == matrices if n == 1 else len(copied) > matrices  # in pieces on threads
+    finally:
+        _parallel.set_threads(before)
+
+
 @pytest.mark.parametrize("dt", [np.int8, np.float32, np.complex128], ids=lambda d: np.dtype(d).name)
 def test_move_reduced_last_is_numpys_transposed_reshape(dt, monkeypatch):
     monkeypatch.setattr(shape, "RUN_COPY_MIN", 1)

@@ -8,12 +8,13 @@ shapes known only at run time.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..opinfo import EXACT, FastPath, STORAGE
-from . import _fast
+from . import _fast, _parallel
 from .registry import kernel
 
 
@@ -328,6 +329,11 @@ below, NumPy's own copy, whose reads of short rows or writes of short lines stay
 costs less than the tiles' calls)."""
 TILE_LINE_BYTES = 64  # a tile's width in the result: one cache line
 TILE_SPAN_BYTES = 3072  # a tile's height in the result, times the item size: its run in the operand
+TILED_PIECES_MIN = 1 << 20
+"""Elements of a matrix from which :func:`transpose_copy` copies its tiles in pieces on the
+process's threads (each piece its own columns of the result: the same tiles, the same copy).
+Measured on 2 cores: a tied embedding's ``(50257, 768)`` f32 transpose (GPT-2's logits read
+it) 39.5 ms on one thread, 23.5-25.5 ms in pieces on two, faults of its fresh pages included."""
 
 
 def merged_permutation(shape: Sequence[int], perm: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -394,8 +400,22 @@ def transpose_copy(operand: np.ndarray, perm: Sequence[int]) -> np.ndarray:
     x = operand.reshape((-1,) + shape[-2:])
     res = np.empty((x.shape[0], shape[-1], shape[-2]), operand.dtype)
     for b in range(x.shape[0]):
-        _copy_tiles(res[b], x[b].T)
+        _tiles_in_pieces(res[b], x[b].T)
     return res.reshape(t.shape)
+
+
+def _tiles_in_pieces(dst: np.ndarray, src: np.ndarray) -> None:
+    """:func:`_copy_tiles`, for a matrix of at least :data:`TILED_PIECES_MIN` elements in pieces
+    of whole tile columns of ``dst`` on the process's threads where they pay
+    (:func:`._parallel.paying`): each element is copied once, whichever thread copies it."""
+    n = _parallel.threads()
+    if dst.size < TILED_PIECES_MIN or n < 2 or _parallel.inside() or not _parallel.paying():
+        _copy_tiles(dst, src)
+        return
+    width = max(1, TILE_LINE_BYTES // dst.itemsize)
+    spans = _parallel.spans(-(-dst.shape[1] // width), 4 * n)
+    _parallel.run([functools.partial(_copy_tiles, dst[:, a * width:b * width], src[:, a * width:b * width])
+                   for a, b in spans])
 
 
 def _fast_transpose(op):
