@@ -36,7 +36,7 @@ import pytest
 from stablehlo_conform import frontend
 from stablehlo_conform import types as T
 from stablehlo_conform.engine import Engine
-from stablehlo_conform.kernels import _fast, elementwise, reduction, shape
+from stablehlo_conform.kernels import _fast, _parallel, elementwise, reduction, shape
 from stablehlo_conform.kernels.registry import load_all
 from stablehlo_conform.numeric import wide
 from stablehlo_conform.program import walk_ops
@@ -125,10 +125,9 @@ def test_transpose_copy_is_numpys_transpose_for_every_permutation(dt, monkeypatc
 def test_a_large_matrix_transpose_copied_in_pieces_on_threads_is_numpys(dt, monkeypatch):
     """Large matrices are tiled in pieces of whole tile columns on the threads: every element
     copied once, a batch of matrices too, and one thread (or a small matrix) copies whole."""
-    from stablehlo_conform.kernels import _parallel
-
     monkeypatch.setattr(shape, "TILED_TRANSPOSE_MIN", 1)
     monkeypatch.setattr(shape, "TILED_MATRIX_MIN", (1, 1, 1))
+    monkeypatch.setattr(shape, "RUN_COPY_MIN", 1)
     monkeypatch.setattr(shape, "TILED_PIECES_MIN", 1 << 10)
     monkeypatch.setattr(shape, "TILE_SPAN_BYTES", 96)  # several tiles a piece
     monkeypatch.setattr(_parallel, "PAYING_SPEEDUP", 0.0)
@@ -144,14 +143,16 @@ def test_a_large_matrix_transpose_copied_in_pieces_on_threads_is_numpys(dt, monk
     before = _parallel.threads()
     rng = np.random.default_rng(5)
     try:
-        for n, shp, perm in ((2, (301, 67), (1, 0)), (2, (3, 130, 47), (0, 2, 1)), (1, (301, 67), (1, 0))):
+        for n, shp, perm in ((2, (301, 67), (1, 0)), (2, (3, 130, 47), (0, 2, 1)), (1, (301, 67), (1, 0)),
+                             (2, (40, 25), (1, 0))):
             _parallel.set_threads(n)
             copied.clear()
             x = rng.integers(0, 1 << 16, size=shp).astype(dt)
             _same(shape.transpose_copy(x, perm), np.array(np.transpose(x, perm), order="C"))
             assert sum(copied) == x.size
             matrices = x.size // (shp[-1] * shp[-2])
-            assert len(copied) == matrices if n == 1 else len(copied) > matrices  # in pieces on threads
+            in_pieces = n > 1 and shp[-1] * shp[-2] >= shape.TILED_PIECES_MIN
+            assert len(copied) > matrices if in_pieces else len(copied) == matrices
     finally:
         _parallel.set_threads(before)
 
