@@ -243,6 +243,86 @@ def test_tables_are_taken_from_their_least_size_only():
     assert _fast._table_path(elementwise.add, (np.dtype(np.int8),) * 2, np.dtype(np.int8), (1 << 20,)) is None
 
 
+@pytest.mark.parametrize("op,el", [("rsqrt", "bf16"), ("exponential", "bf16"), ("log", "bf16"),
+                                   ("tanh", "f8E4M3FN"), ("add", "f8E5M2")])
+def test_small_narrow_ops_read_the_table_once_their_calls_pay_for_it(op, el, monkeypatch):
+    """An element-wise op too small for a table (a layer norm's ``rsqrt`` of one value per row)
+    calls its kernel function until the ops of its kind have computed ``TABLE_MIN`` elements,
+    then reads the table: every bit pattern (NaNs, infinities, zeros, subnormals, negatives)
+    gives the step-by-step kernel's bits on both sides of the switch."""
+    dt = np.dtype(getattr(ml_dtypes, {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2"}[el]))
+    codes = _codes(dt)
+    size = 96
+    rng = np.random.default_rng(11)
+    unary = op != "add"
+    ty = f"tensor<{size}x{el}>"
+    text = (f"""func.func @main(%a: {ty}) -> {ty} {{
+      %r = stablehlo.{op} %a : {ty}
+      return %r : {ty}
+    }}""" if unary else _binary_text(op, el, (size,)))
+    entries = codes.size ** (1 if unary else 2)
+    least = 1 << 9
+    monkeypatch.setitem(_fast.TABLE_MIN, entries, least)
+    built = []
+    table = _fast._table
+
+    def spy(*a):
+        built.append(a)
+        return table(*a)
+
+    monkeypatch.setattr(_fast, "_table", spy)
+    monkeypatch.setattr(_fast, "_direct", {})  # no element of this kind computed yet
+    (mod,) = frontend.load_text(text)
+    step = Engine(mod)
+    step.generate_blocks = False
+    fast = Engine(mod)
+    calls = -(-least // size)
+    first = None  # the first call that read the table
+    for i in range(calls + 6):
+        args = [rng.choice(codes, size) for _ in range(1 if unary else 2)]
+        if i == calls + 5:
+            args[0][:4] = codes[[0, codes.size // 2, codes.size - 1, 1]]  # +0, -0, a NaN of each sign
+        want = step.call("main", args)
+        got = fast.call("main", args)
+        _same(got[0], want[0], dt)
+        if built and first is None:
+            first = i
+    assert first == calls and len(fast._runners) == 1  # generated from the first call on
+
+
+def test_small_ops_of_one_kind_count_their_elements_together(monkeypatch):
+    """Each layer's norm is an op of its own: the elements of every op of one kernel function and
+    types count towards the table they share (two ``rsqrt`` of 64 elements a run: the table
+    from the third run on, where 256 elements pay for it)."""
+    monkeypatch.setitem(_fast.TABLE_MIN, 1 << 16, 256)
+    monkeypatch.setattr(_fast, "_direct", {})
+    reads = []
+    read = _fast._read
+
+    def spy(table, xs):
+        reads.append(xs[0].size)
+        return read(table, xs)
+
+    monkeypatch.setattr(_fast, "_read", spy)
+    ty = "tensor<64xbf16>"
+    (mod,) = frontend.load_text(f"""func.func @main(%a: {ty}, %b: {ty}) -> ({ty}, {ty}) {{
+      %r = stablehlo.rsqrt %a : {ty}
+      %s = stablehlo.rsqrt %b : {ty}
+      return %r, %s : {ty}, {ty}
+    }}""")
+    codes = _codes(BF16)
+    rng = np.random.default_rng(2)
+    step = Engine(mod)
+    step.generate_blocks = False
+    fast = Engine(mod)
+    for i in range(4):
+        args = [rng.choice(codes, 64), rng.choice(codes, 64)]
+        want, got = step.call("main", args), fast.call("main", args)
+        for g, w in zip(got, want):
+            _same(g, w, BF16)
+        assert len(reads) == (0 if i < 2 else 2 * (i - 1))
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16, BF16, np.dtype(ml_dtypes.float8_e4m3fn),
                                 np.int8, np.uint16, np.int64, np.bool_, np.complex64, np.complex128])
 def test_select_blends_bits_as_where_copies_them(dt):

@@ -161,32 +161,35 @@ def _table(fn: Callable, ins: tuple[np.dtype, ...], dt: np.dtype) -> np.ndarray 
         return None
 
 
+def _table_entries(ins: tuple[np.dtype, ...]) -> int | None:
+    """The entries of :func:`_table` for operands of these types: a unary op on a float type of
+    8 or 16 bits or a binary op on two 8-bit float types; None for others."""
+    if not all(is_float(d) for d in ins) or not (len(ins) == 1 and ins[0].itemsize <= 2
+                                                 or len(ins) == 2 and ins[0].itemsize == ins[1].itemsize == 1):
+        return None
+    return 1 << (8 * sum(d.itemsize for d in ins))
+
+
 def _table_path(fn: Callable, ins: tuple[np.dtype, ...], dt: np.dtype, shape) -> FastPath | None:
     """``fn`` read from :func:`_table` for a unary op on a float type of 8 or 16 bits or a binary
     op on two 8-bit float types, with a result of at least :data:`TABLE_MIN` elements; the
     value ``fn`` computes for each operand (``fn`` is element-wise: the kernels of
     :func:`elementwise`), so the kernel's, bit for bit."""
-    if not all(is_float(d) for d in ins) or not (len(ins) == 1 and ins[0].itemsize <= 2
-                                                 or len(ins) == 2 and ins[0].itemsize == ins[1].itemsize == 1):
+    entries = _table_entries(ins)
+    if entries is None or int(np.prod(shape)) < TABLE_MIN[entries] or _table(fn, ins, dt) is None:
         return None
-    entries = 1 << (8 * sum(d.itemsize for d in ins))
-    if int(np.prod(shape)) < TABLE_MIN[entries] or _table(fn, ins, dt) is None:
-        return None
-    if len(ins) == 1:
-        ut = np.uint8 if ins[0].itemsize == 1 else np.uint16
+    return FastPath(lambda *xs: _read(_table(fn, ins, dt), xs), views=True, fresh=True)
 
-        def unary(x):
-            return np.take(_table(fn, ins, dt), x.view(ut))
 
-        return FastPath(unary, views=True, fresh=True)
-
-    def binary(a, b):
-        index = a.view(np.uint8).astype(np.uint16)
-        index <<= 8
-        index |= b.view(np.uint8)
-        return np.take(_table(fn, ins, dt), index)
-
-    return FastPath(binary, views=True, fresh=True)
+def _read(table: np.ndarray, xs: tuple) -> np.ndarray:
+    """The entries of :func:`_table` ``table`` at the operands' bit patterns (a binary op's first
+    operand in the high bits of the index)."""
+    if len(xs) == 1:
+        return np.take(table, xs[0].view(np.uint8 if xs[0].dtype.itemsize == 1 else np.uint16))
+    index = xs[0].view(np.uint8).astype(np.uint16)
+    index <<= 8
+    index |= xs[1].view(np.uint8)
+    return np.take(table, index)
 
 
 def elementwise(fn: Callable, native: dict[str, Callable] | None = None) -> Callable:
@@ -225,6 +228,38 @@ def elementwise(fn: Callable, native: dict[str, Callable] | None = None) -> Call
                 raise UnsupportedOp(name, str(e), loc) from None
             return out(r, dt)
 
-        return FastPath(call)
+        entries = _table_entries(ins) if all(tuple(t.shape) == shape for t in op.operand_types) else None
+        if entries is None:
+            return FastPath(call)
+        return _table_in_time(call, fn, ins, dt, int(np.prod(shape)), TABLE_MIN[entries])
 
     return fast
+
+
+_direct: dict[tuple, int] = {}  # (fn, operand types, result type) -> elements its ops computed directly
+
+
+def _table_in_time(call: Callable, fn: Callable, ins: tuple[np.dtype, ...], dt: np.dtype, size: int,
+                   least: int) -> FastPath:
+    """``call`` (``fn`` computed directly) for an op whose result is too small to pay for a table
+    (:func:`_table_path`) until the ops of this kernel function and types have computed
+    ``least`` elements in all in the process (a layer norm's ``rsqrt`` of one value per row,
+    once per layer and per run: about 20 microseconds a call, against one or two from the
+    table), then :func:`_table`'s value of each operand: the same ``fn`` of the same bit
+    patterns, so the same bits, from a table built once per kernel function and types for the
+    process (every op of that kind reads it)."""
+    key = (fn, ins, dt)
+    ready = [False]
+
+    def counted(*xs):
+        if not ready[0]:
+            done = _direct.get(key, 0)
+            if done < least:
+                _direct[key] = done + size
+                return call(*xs)
+            ready[0] = True
+        table = _table(fn, ins, dt)
+        # where fn raises on some bit pattern, the op keeps calling it
+        return call(*xs) if table is None else _read(table, xs)
+
+    return FastPath(counted)
