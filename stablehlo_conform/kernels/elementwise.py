@@ -532,8 +532,13 @@ def _lex(a, b, greater: bool):
     return nan_a | pick
 
 
+# NumPy's maximum and minimum loops are vectorised for contiguous operands only: with a broadcast
+# operand (a ReLU's zero, a clip's bound) they take about 3x the time they take with its
+# contiguous copy (802k f32 elements: 248 against 79 us; add and multiply take less with the
+# broadcast). Their fast paths take no views, so such an operand reaches them as its kernel's
+# copy (a folded constant's, made once).
 @binary("stablehlo.maximum", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, selects=True,
-        native={"int": np.maximum, "float": FastPath(ieee_maximum, views=True, scalars=True, fresh=True)})
+        native={"int": FastPath(np.maximum, out=True), "float": FastPath(ieee_maximum, scalars=True, fresh=True)})
 def maximum(dt, a, b):
     k = _kind(a)
     if k == "bool":
@@ -548,7 +553,7 @@ def maximum(dt, a, b):
 
 
 @binary("stablehlo.minimum", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, selects=True,
-        native={"int": np.minimum, "float": FastPath(ieee_minimum, views=True, scalars=True, fresh=True)})
+        native={"int": FastPath(np.minimum, out=True), "float": FastPath(ieee_minimum, scalars=True, fresh=True)})
 def minimum(dt, a, b):
     k = _kind(a)
     if k == "bool":
