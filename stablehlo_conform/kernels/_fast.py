@@ -198,8 +198,9 @@ def elementwise(fn: Callable, native: dict[str, Callable] | None = None) -> Call
     :func:`native_family`, or a :class:`FastPath`) where every operand has the result's type
     and the kernel computes exactly that there; a ``native["float"]`` ufunc of
     :data:`ROUNDED_IN_F32` on bf16 (:func:`in_f32`); a table of ``fn`` on 8-bit (and unary
-    16-bit) float operands (:func:`_table_path`); else ``fn`` called directly (the kernel
-    without its dispatch)."""
+    16-bit) float operands (:func:`_table_path`; on a smaller result, from the time the ops of
+    its kind have computed as many elements: :func:`_table_in_time`); else ``fn`` called
+    directly (the kernel without its dispatch)."""
 
     def fast(op) -> FastPath | None:
         types = plain_types(op)
