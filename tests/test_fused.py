@@ -320,9 +320,10 @@ def test_rounded_once_fast_path_in_blocks_matches_the_kernel(op):
 
 
 @pytest.mark.parametrize("t", ["f16", "f32", "f64", "i32", "ui8"])
-def test_maximum_minimum_against_a_broadcast_view_match_the_kernels(t):
-    """IEEE maximum/minimum (NaN first, -0 < +0) with one operand a broadcast view of a
-    rank-0 value."""
+def test_maximum_minimum_against_a_broadcast_match_the_kernels(t):
+    """IEEE maximum/minimum (NaN first, -0 < +0) with one operand a broadcast of a rank-0 value.
+    Their fast paths take no views (NumPy's loops for them are slower on a broadcast view than
+    on its copy), so the broadcast runs its kernel and the two ops their fast paths."""
     text = f"""func.func @main(%a: tensor<{N}x{t}>, %c: tensor<{t}>) -> (tensor<{N}x{t}>, tensor<{N}x{t}>) {{
   %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<{t}>) -> tensor<{N}x{t}>
   %hi = stablehlo.maximum %a, %b : tensor<{N}x{t}>
@@ -330,4 +331,4 @@ def test_maximum_minimum_against_a_broadcast_view_match_the_kernels(t):
   func.return %hi, %lo : tensor<{N}x{t}>, tensor<{N}x{t}>
 }}"""
     for k in range(12):
-        assert _check(text, (_values(t, 17), _values(t, 18)[k].reshape(()))) == 3
+        assert _check(text, (_values(t, 17), _values(t, 18)[k].reshape(()))) == 2
