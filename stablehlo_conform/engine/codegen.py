@@ -771,7 +771,8 @@ class _Plan:
                     code.append(f"if prof is not None: prof.setdefault({name!r}, [0, 0.0])[0] += 1")
                 values = op._folded[1]
                 view = self.folded_views.get(id(op))
-                if view is not None:  # the fast path's view of the folded operand (see _choose_fast)
+                if view is not None and all(f"F{v}" in self.ns for v in operands):
+                    # the fast path's view of the folded operand (see _choose_fast)
                     values = (view.call(*(self.ns[f"F{v}"] for v in operands)),)
                 for v, value in zip(results, values):
                     self.ns[f"F{v}"] = value
