@@ -1,7 +1,7 @@
-"""The screened fast path of the element-wise CHLO functions on f32 and f16
-(``kernels.float_math.rounded_once_fast``): the generated blocks give the kernels' values bit
-for bit, on special values, subnormals, inputs whose f64 value lies near a rounding midpoint,
-and random values, over operands large enough to go block by block."""
+"""The fast path of the element-wise CHLO functions on f32 (screened) and f16 (the table of the
+kernel's function), ``kernels.float_math.rounded_once_fast``: the generated blocks give the
+kernels' values bit for bit, on special values, subnormals, inputs whose f64 value lies near a
+rounding midpoint, and random values, over operands large enough to go block by block."""
 
 from __future__ import annotations
 

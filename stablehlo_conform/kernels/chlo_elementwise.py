@@ -97,9 +97,10 @@ _U64 = np.uint64
 def _chlo_unary(name, f, refine=None, f64=None):
     """``f`` on f64 (complex128) values, rounded once; on an f64 result type ``f64`` instead,
     and on complex128 ``f`` in extended precision (default ``f64``: that too,
-    :func:`._extended.in_f64`). Without ``refine``, an f32 or f16 tensor takes the screened
-    fast path of :func:`.float_math.rounded_once_fast` (``f`` in f64, rounded once, the
-    kernel's own function for a block near a rounding midpoint)."""
+    :func:`._extended.in_f64`). Without ``refine``, an f32 tensor takes the screened fast path
+    of :func:`.float_math.rounded_once_fast` (``f`` in f64, rounded once, the kernel's own
+    function for a block near a rounding midpoint), and a 16- or 8-bit float tensor reads the
+    table of the kernel's function."""
     complex_f64 = f64 is None
     f64 = f64 or X.in_f64(f)
 
@@ -108,7 +109,7 @@ def _chlo_unary(name, f, refine=None, f64=None):
         return E.float_fn(wide_f, dt, x, op=name, refine=refine)
 
     g.__name__ = name.split(".")[-1]
-    # the screened f32/f16 fast path computes float_fn's value without refine only
+    # the fast path (screened f32, tables of narrower floats) computes float_fn's value without refine only
     return E.unary(name, fast=M.rounded_once_fast(f, g) if refine is None else None)(g)
 
 
