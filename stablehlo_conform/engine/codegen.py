@@ -107,6 +107,7 @@ class _Plan:
 
     def __init__(self, region, index, steps, lanes, registry, steps_of, funcs=None, chains: bool = True):
         self.chains = chains  # whether the plan makes chains of element-wise ops (see _chains)
+        self._in_chain = False  # while a chain's ops are emitted one by one (no chain inside one)
         self.funcs = funcs or {}  # the module's functions: calls in loops run inline (see _call_steps)
         self.calls: dict[int, tuple] = {}  # id(func.call op) -> (callee block, its steps)
         self.region = region
@@ -473,7 +474,7 @@ class _Plan:
         only in the plain variants without lanes, on more than one thread. No chain is made
         where a group of products (``groups``: anchor -> positions) runs before the chain's end
         and reads one of the chain's values (it would run before the chain computes them)."""
-        if not self.chains or self.lanes or self.full or _parallel.threads() < 2 or self.__dict__.get("_in_chain"):
+        if not self.chains or self.lanes or self.full or _parallel.threads() < 2 or self._in_chain:
             return {}, set()
         limit = next((j for j, step in enumerate(steps)
                       if step[1] not in (_KERNEL, _CALL) or (step[1] == _KERNEL and step[3] is None)), len(steps))

@@ -176,9 +176,10 @@ def _table_path(fn: Callable, ins: tuple[np.dtype, ...], dt: np.dtype, shape) ->
     value ``fn`` computes for each operand (``fn`` is element-wise: the kernels of
     :func:`elementwise`), so the kernel's, bit for bit."""
     entries = _table_entries(ins)
-    if entries is None or int(np.prod(shape)) < TABLE_MIN[entries] or _table(fn, ins, dt) is None:
+    table = None if entries is None or int(np.prod(shape)) < TABLE_MIN[entries] else _table(fn, ins, dt)
+    if table is None:
         return None
-    return FastPath(lambda *xs: _read(_table(fn, ins, dt), xs), views=True, fresh=True)
+    return FastPath(lambda *xs: _read(table, xs), views=True, fresh=True)
 
 
 def _read(table: np.ndarray, xs: tuple) -> np.ndarray:
@@ -250,17 +251,16 @@ def _table_in_time(call: Callable, fn: Callable, ins: tuple[np.dtype, ...], dt: 
     patterns, so the same bits, from a table built once per kernel function and types for the
     process (every op of that kind reads it)."""
     key = (fn, ins, dt)
-    ready = [False]
+    table: list = []  # the table once read (None in it where fn raises on some bit pattern)
 
     def counted(*xs):
-        if not ready[0]:
+        if not table:
             done = _direct.get(key, 0)
             if done < least:
                 _direct[key] = done + size
                 return call(*xs)
-            ready[0] = True
-        table = _table(fn, ins, dt)
+            table.append(_table(fn, ins, dt))
         # where fn raises on some bit pattern, the op keeps calling it
-        return call(*xs) if table is None else _read(table, xs)
+        return call(*xs) if table[0] is None else _read(table[0], xs)
 
     return FastPath(counted)
