@@ -110,7 +110,7 @@ def _fast_compare(op):
         return None
     if narrow:
         return FastPath(lambda a, b: uf(_fast.f32_values(a), _fast.f32_values(b)), views=True, fresh=True)
-    return FastPath(uf, views=True, out=True)
+    return _fast.ufunc_path(uf, types[2])
 
 
 @kernel("stablehlo.compare", folds=True, quantized=DEQUANTIZE, accuracy=EXACT, selects=True, fast=_fast_compare)

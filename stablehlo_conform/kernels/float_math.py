@@ -143,15 +143,16 @@ def rounded_once_fast(f, g):
             return general(op)
         screen, scratch = midpoint_screen(dt), rounded_screen(dt)
         size = int(np.prod(shape))
+        wide = _widened(f)
 
         def one(x, into=None):  # into: where the result goes
-            r = f(x.astype(F64))
+            r = wide(x)
             res = np.empty(r.shape, dt) if into is None else into
             np.copyto(res, r, casting="same_kind")
             if r.size and r.dtype == F64 and r.flags.owndata and r.flags.c_contiguous and r.flags.writeable:
                 if not scratch(r, res):
                     return res
-                r = f(x.astype(F64))  # the screen wrote over r
+                r = wide(x)  # the screen wrote over r
             elif not screen(r):
                 return res
             res[...] = screened_out(g, dt, x, r)
@@ -170,6 +171,21 @@ def rounded_once_fast(f, g):
         return FastPath(call, fresh=True, split_min=SPLIT_MIN)
 
     return fast
+
+
+def _widened(f):
+    """``x -> f(x.astype(F64))``: for a NumPy ufunc of one operand, ``f(x, dtype=F64)``, the
+    same f64 loop on the same (exactly widened) values, with the widening done chunk by chunk
+    in the ufunc's buffer instead of into a new array: one pass over memory less, and one
+    f64 array fewer alive at once (128k f32 values: ``tanh`` 119 -> 115 us, ``exp`` 88 -> 82
+    us; 1M: 952 -> 902 and 731 -> 692 us). NumPy's loops compute each element on its own (its
+    SIMD loops lane by lane, with the same code for a chunk's last elements), so a chunk's
+    elements get the values the whole array's get (``tests/test_fast_buffers.py``; for
+    ``tanh``, ``exp``, ``log``, ``sin``, ``cos`` and ``tan`` checked on all 2**32 f32 bit
+    patterns when this was written)."""
+    if isinstance(f, np.ufunc) and f.nin == 1 and f.nout == 1:
+        return lambda x: f(x, dtype=F64)
+    return lambda x: f(x.astype(F64))
 
 
 # the fewest elements of a result computed in blocks on several threads (about 1.5 ns an
