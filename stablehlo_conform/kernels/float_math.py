@@ -147,9 +147,13 @@ def rounded_once_fast(f, g):
 
         def one(x, into=None):  # into: where the result goes
             r = wide(x)
-            res = np.empty(r.shape, dt) if into is None else into
-            np.copyto(res, r, casting="same_kind")
-            if r.size and r.dtype == F64 and r.flags.owndata and r.flags.c_contiguous and r.flags.writeable:
+            if into is None:
+                res = r.astype(dt)
+            else:
+                res = into
+                np.copyto(res, r, casting="same_kind")
+            flags = r.flags
+            if r.size and r.dtype == F64 and flags.owndata and flags.c_contiguous and flags.writeable:
                 if not scratch(r, res):
                     return res
                 r = wide(x)  # the screen wrote over r
