@@ -15,7 +15,7 @@ import numpy as np
 
 from ..opinfo import EXACT, FastPath, STORAGE
 from . import _fast
-from .reduction import combine_at
+from .reduction import _orders_zeros, combine_at
 from .registry import kernel
 
 
@@ -170,16 +170,22 @@ _UFUNCS = {
 
 def scatter_body_kind(op, n: int) -> str | None:
     """``add``/``multiply``/``maximum``/``minimum``/``replace``/``keep`` for a
-    single-input body of that exact form on its two arguments, else None."""
-    if n != 1 or op.num_regions != 1:
+    single-input body of that exact form on its two arguments, else None (``op``: the
+    kernel's op context)."""
+    return body_kind(op.op, n)
+
+
+def body_kind(op, n: int) -> str | None:
+    """:func:`scatter_body_kind` of the program's op (``program.Op``)."""
+    if n != 1 or len(op.regions) != 1:
         return None
-    region = op.op.regions[0]
+    region = op.regions[0]
     if len(region.blocks) != 1:
         return None
     block = region.blocks[0]
     if len(block.args) != 2:
         return None
-    in_ty = op.operand_type(0)
+    in_ty = op.operand_types[0]
     el = getattr(in_ty, "element", None)
     if el is None or getattr(el, "quantized", False):
         return None
@@ -321,11 +327,71 @@ def scatter_arrays(op, inputs, indices, updates, numbers: dict, kind: str | None
     results = [np.array(x, dtype=dt, copy=True).reshape(-1) for x, dt in zip(inputs, result_dtypes)]
     upd_flat = [np.asarray(u).reshape(-1)[src].astype(dt, copy=False)
                 for u, dt in zip(updates, result_dtypes)]
-    scatter_apply(op, results, lin, upd_flat, kind)
+    with np.errstate(all="ignore"):  # IEEE results: overflow is inf, inf * 0 is NaN
+        scatter_apply(op, results, lin, upd_flat, kind)
     return tuple(r.reshape(shape) for r in results)
 
 
-@kernel("stablehlo.scatter", quantized=STORAGE, reduces=True)
+def _fast_scatter(op):
+    """``scatter`` of whole rows (an embedding's gradient, ``table.at[ids].add(rows)``): one
+    input, one index into dimension 0, inserted, each update window one whole row of the
+    operand (every other dimension, in operand order, after the update's scatter dimensions),
+    no batching dimensions, operand, updates and result of one type, and a body the kernel
+    names (``add``, ``multiply``, integer ``maximum``/``minimum``, ``replace``, ``keep``;
+    float ``maximum``/``minimum``, which order signed zeros, take the kernel).
+
+    The kernel applies the update elements one by one in the updates' order, skipping a window
+    that does not fit (spec.md#scatter: an index outside ``[0, size - 1]``), with
+    ``ufunc.at(result, targets, updates)`` (``result[t] = f(result[t], u)``) or, for ``replace``,
+    by rounds of distinct targets. Here each round (:func:`conflict_free_rounds` of the row
+    indices that fit: round ``r`` holds the ``r``-th occurrence of every row) is one
+    ``f(result[rows], updates)`` of whole rows, so each element is combined with the same
+    update values, by the same ufunc, in the same order, with the result as the first operand:
+    the kernel's bits (``tests/test_fast_scatter.py``). An embedding gradient of 2048 rows of
+    128 f32 into a ``(30000, 128)`` table: 2.2 -> 0.7 ms, most of it the copy of the table."""
+    types = _fast.plain_types(op)
+    if types is None or len(op.operand_types) != 3:
+        return None
+    (dt, it, ut), rt, _shape = types
+    if not dt == ut == rt or it.kind not in "iu":
+        return None
+    kind = body_kind(op, 1)
+    if kind in _UFUNCS and not _orders_zeros(_UFUNCS[kind][0], dt):
+        uf = _UFUNCS[kind][1]
+    elif kind in ("replace", "keep"):
+        uf = None
+    else:
+        return None
+    oshape, ishape, ushape = (tuple(t.shape) for t in op.operand_types)
+    dn = _scatter_numbers(op.attr("scatter_dimension_numbers"))
+    ivd = dn["index_vector_dim"]
+    batch = ishape[:ivd] + ishape[ivd + 1:] if ivd < len(ishape) else ishape
+    nb = len(batch)
+    if (dn["input_batching_dims"] or dn["scatter_dims_to_operand_dims"] != (0,) or dn["inserted_window_dims"] != (0,)
+            or (ivd < len(ishape) and ishape[ivd] != 1) or not oshape
+            or dn["update_window_dims"] != tuple(range(nb, nb + len(oshape) - 1)) or ushape != batch + oshape[1:]):
+        return None
+    n, row = oshape[0], oshape[1:]
+
+    def call(operand, indices, updates):
+        res = np.array(operand, order="C", copy=True)  # the kernel's result is a new C-ordered array
+        if kind == "keep":
+            return res
+        rows = index_int64(indices).reshape(-1)
+        upd = updates.reshape((-1,) + row)
+        fit = (rows >= 0) & (rows < n)
+        if not fit.all():
+            rows, upd = rows[fit], upd[fit]
+        rounds = conflict_free_rounds(rows)
+        for sel in rounds if len(rounds) > 1 else [slice(None)] * len(rounds):
+            at, u = rows[sel], upd[sel]
+            res[at] = u if uf is None else uf(res[at], u)
+        return res
+
+    return FastPath(call, fresh=True)
+
+
+@kernel("stablehlo.scatter", quantized=STORAGE, reduces=True, fast=_fast_scatter)
 def scatter(op, *args):
     """See spec.md#scatter. Inputs are never modified."""
     n = (len(args) - 1) // 2
