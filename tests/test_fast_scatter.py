@@ -16,15 +16,9 @@ from stablehlo_conform.engine import Engine
 from stablehlo_conform.kernels import indexing
 
 from test_engine import _assert_generated_matches_stepwise
+from test_indexing import BODIES as KERNEL_BODIES
 
-BODIES = {
-    "add": "%r = stablehlo.add %a, %b : {t}\n      stablehlo.return %r : {t}",
-    "multiply": "%r = stablehlo.multiply %b, %a : {t}\n      stablehlo.return %r : {t}",
-    "maximum": "%r = stablehlo.maximum %a, %b : {t}\n      stablehlo.return %r : {t}",
-    "minimum": "%r = stablehlo.minimum %a, %b : {t}\n      stablehlo.return %r : {t}",
-    "replace": "stablehlo.return %b : {t}",
-    "keep": "stablehlo.return %a : {t}",
-}
+BODIES = {**KERNEL_BODIES, "keep": "stablehlo.return %a : {t}"}
 NP = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bf16": ml_dtypes.bfloat16,
       "i32": np.int32, "i8": np.int8, "ui8": np.uint8, "i64": np.int64, "ui64": np.uint64}
 
