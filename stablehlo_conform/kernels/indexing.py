@@ -348,7 +348,8 @@ def _fast_scatter(op):
     ``f(result[rows], updates)`` of whole rows, so each element is combined with the same
     update values, by the same ufunc, in the same order, with the result as the first operand:
     the kernel's bits (``tests/test_fast_scatter.py``). An embedding gradient of 2048 rows of
-    128 f32 into a ``(30000, 128)`` table: 2.2 -> 0.7 ms, most of it the copy of the table."""
+    128 f32 into a ``(30000, 128)`` table (``bench_models.py --shapes large``): 1.2-1.4 ms, half
+    of it the copy of the table; the program 4.6 ms step by step (the kernels), 1.7 ms generated."""
     types = _fast.plain_types(op)
     if types is None or len(op.operand_types) != 3:
         return None
