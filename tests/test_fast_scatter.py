@@ -90,6 +90,8 @@ CASES = [  # body, element type, operand shape, scatter batch shape, index type
     ("replace", "f32", (15, 6), (2, 20), "i32"),
     ("replace", "bf16", (15, 6), (30,), "i64"),
     ("keep", "f32", (5, 3), (8,), "i32"),
+    ("add", "f32", (30,), (50,), "i32"),  # rank 1: each window one element (a segment sum)
+    ("add", "i32", (7, 2), (2, 3, 4), "i64"),
 ]
 
 
