@@ -78,7 +78,7 @@ def _rows(n, batch, idx_el, rng):
 
 CASES = [  # body, element type, operand shape, scatter batch shape, index type
     ("add", "f32", (30, 16), (40,), "i32"),
-    ("add", "f16", (12, 5), (3, 9), "i64"),
+    ("replace", "f16", (12, 5), (3, 9), "i64"),
     ("add", "bf16", (10, 4, 3), (25,), "i32"),
     ("add", "f64", (9, 8), (30,), "ui8"),
     ("add", "i32", (20, 7), (33,), "ui64"),
@@ -107,6 +107,38 @@ def test_fast_scatter_of_rows_gives_the_kernels_bits(body, el, operand, batch, i
     before = x.copy()
     assert _assert_generated_matches_stepwise(mod, "main", (x, ids, u))
     assert x.tobytes() == before.tobytes()  # the operand is never written
+
+
+@pytest.mark.parametrize("el, ut, first, second", [
+    ("f32", np.uint32, 0x7FC00001, 0xFFC00002), ("f64", np.uint64, 0x7FF8000000000001, 0xFFF8000000000002),
+    ("bf16", np.uint16, 0x7FC1, 0xFFC2)])
+@pytest.mark.parametrize("body", ["add", "multiply"])
+def test_fast_scatter_keeps_the_kernels_nan_where_both_operands_are_nan(body, el, ut, first, second):
+    """NaNs of two payloads and signs, one in the operand and one in the update of the same
+    element: the kernel's ``ufunc.at`` keeps the operand's on f32 and f64 (ml_dtypes' bf16
+    arithmetic gives its one NaN), and the fast path gives the kernel's bits."""
+    mod, op = _scatter_op(_program(body, el, (6, 4), (5, 1), (5, 4)))
+    assert indexing._fast_scatter(op) is not None
+    x = np.full((6, 4), first, ut).view(NP[el])
+    u = np.full((5, 4), second, ut).view(NP[el])
+    ids = np.array([[0], [2], [2], [5], [1]], np.int32)
+    assert _assert_generated_matches_stepwise(mod, "main", (x, ids, u))
+    (out,) = Engine(mod).call("main", [x, ids, u])
+    if el != "bf16":
+        assert (out.view(ut) == first).all()
+
+
+def test_f16_arithmetic_scatter_takes_the_kernel():
+    """NumPy's f16 ``add`` keeps the second NaN of two, its ``ufunc.at`` the first: f16 ``add``
+    and ``multiply`` stay with the kernel; ``replace`` copies bits and takes the fast path."""
+    for body, fast in (("add", False), ("multiply", False), ("replace", True)):
+        _mod, op = _scatter_op(_program(body, "f16", (6, 4), (5, 1), (5, 4)))
+        assert (indexing._fast_scatter(op) is not None) == fast, body
+    a = np.full(8, 0x7E01, np.uint16).view(np.float16)
+    b = np.full(8, 0xFE02, np.uint16).view(np.float16)
+    at = a.copy()
+    np.add.at(at, np.arange(8), b)
+    assert at.view(np.uint16)[0] == 0x7E01 and np.add(a, b).view(np.uint16)[0] == 0xFE02
 
 
 def test_fast_scatter_takes_an_implicit_index_vector():

@@ -338,7 +338,9 @@ def _fast_scatter(op):
     operand (every other dimension, in operand order, after the update's scatter dimensions),
     no batching dimensions, operand, updates and result of one type, and a body the kernel
     names (``add``, ``multiply``, integer ``maximum``/``minimum``, ``replace``, ``keep``;
-    float ``maximum``/``minimum``, which order signed zeros, take the kernel).
+    float ``maximum``/``minimum``, which order signed zeros, take the kernel, and so does f16
+    arithmetic: where both operands are NaN, NumPy's f16 ``add``/``multiply`` keep the second
+    one's payload and their ``ufunc.at`` the first one's; f32, f64 and bf16 keep the first in both).
 
     The kernel applies the update elements one by one in the updates' order, skipping a window
     that does not fit (spec.md#scatter: an index outside ``[0, size - 1]``), with
@@ -357,7 +359,7 @@ def _fast_scatter(op):
     if not dt == ut == rt or it.kind not in "iu":
         return None
     kind = body_kind(op, 1)
-    if kind in _UFUNCS and not _orders_zeros(_UFUNCS[kind][0], dt):
+    if kind in _UFUNCS and not _orders_zeros(_UFUNCS[kind][0], dt) and dt != np.float16:
         uf = _UFUNCS[kind][1]
     elif kind in ("replace", "keep"):
         uf = None
