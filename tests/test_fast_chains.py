@@ -502,3 +502,57 @@ def test_a_blocks_first_engine_plans_no_chain_and_the_next_one_does(small_chains
     for _ in range(3):
         assert [_canonical(o) for o in Engine(mod).call("main", args)] == expect
     assert [len(c) for c, _f in found] == [2] and in_blocks == [False, True, True] and computed
+
+
+def test_ops_repeated_in_a_chain_are_computed_once_there_with_the_op_by_op_bits(small_chains, monkeypatch):
+    """An op the chain already computed (the same op and attributes on the same operands, as
+    exporters repeat them: a layer norm's row means broadcast twice and ``x - mean`` computed
+    twice, an erf-GELU's ``abs(x)``) is computed once in the chain's function; its readers read
+    the first result, which no op writes into while they still read it (the ``multiply`` of
+    ``d1`` by itself is not in place: ``d2``, the same array, is read after it), and a repeat
+    that is an output of the chain (``a2``) returns the first result, which the last ``add``,
+    its last reader in the chain, does not write into either. The outputs are the step-by-step
+    ones, bit for bit."""
+    found, in_blocks, computed = small_chains
+    made = []
+    init = chains.Chain.__init__
+
+    def recording(self, body, *a, **k):
+        if body.__class__ is tuple:
+            made.append(body)
+        init(self, body, *a, **k)
+
+    monkeypatch.setattr(chains.Chain, "__init__", recording)
+    shape = (16, 64)
+    t, r = _t(shape, "f32"), "tensor<16xf32>"
+    text = f"""
+func.func @main(%x: {t}) -> ({t}, {t}) {{
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %one = stablehlo.constant dense<1.0> : {t}
+  %s = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : ({t}, tensor<f32>) -> {r}
+  %b1 = stablehlo.broadcast_in_dim %s, dims = [0] : ({r}) -> {t}
+  %d1 = stablehlo.subtract %x, %b1 : {t}
+  %q = stablehlo.multiply %d1, %d1 : {t}
+  %b2 = stablehlo.broadcast_in_dim %s, dims = [0] : ({r}) -> {t}
+  %d2 = stablehlo.subtract %x, %b2 : {t}
+  %p = stablehlo.multiply %d2, %q : {t}
+  %a1 = stablehlo.abs %x : {t}
+  %a2 = stablehlo.abs %x : {t}
+  %c = stablehlo.compare LT, %a2, %one : ({t}, {t}) -> {_t(shape, "i1")}
+  %o = stablehlo.select %c, %p, %x : {_t(shape, "i1")}, {t}
+  %f = stablehlo.add %o, %a1 : {t}
+  return %f, %a2 : {t}, {t}
+}}"""
+    rng = np.random.default_rng(4)
+    args = (_specials(np.float32, shape, rng),)
+    (mod,) = frontend.load_text(text)
+    expect = _stepwise(mod, args)
+    runs = _runs(text, args, 2)
+    assert len(found) == 1 and all(in_blocks[1:]) and computed
+    for run in runs:
+        assert [_canonical(o) for o in run] == expect
+    (src, ns), = made
+    calls = [line.split("= ", 1)[1].split("(")[0] for line in src.splitlines() if "= f" in line and "(" in line]
+    names = [getattr(ns[c], "__name__", "") for c in calls]
+    assert names.count("subtract") == 1 and names.count("absolute") == 1  # each computed once
+    assert len(calls) == 9  # reduce, broadcast, subtract, 2 multiplies, abs, compare, select, add

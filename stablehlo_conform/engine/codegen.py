@@ -509,6 +509,7 @@ class _Plan:
         the chain, read last there and new (the result of a ufunc or of a fast path declared
         ``fresh``), as :meth:`_reuse` does in the block."""
         ops = {id(step[0]) for step in chain}
+        same = self._same_in_chain(chain)
         inputs: list[int] = []
         computed: dict[int, np.dtype] = {}  # value -> its type, where a new array of the chain's
         made: set[int] = set()
@@ -519,30 +520,36 @@ class _Plan:
                 if v not in made and v not in inputs:
                     inputs.append(v)
                     ranks[v] = len(t.shape)
-            last.update((v, k) for v in operands if v in made)
+            if results[0] not in same:  # an op computed in the chain's function reads them
+                last.update((same.get(v, v), k) for v in operands if v in made)
             made.update(results)
             fp = self.fast[id(op)]
             if fp.out or fp.fresh:
                 computed[results[0]] = op.result_types[0].dtype
         outs = [v for v in made if v in self.slots or any(id(o) not in ops for o in self.readers.get(v, ()))]
         outs.sort(key=[step[5][0] for step in chain].index)
+        kept = {same.get(v, v) for v in outs}  # the arrays the chain returns: never written into
         ns: dict[str, Any] = {}
         lines = [f"    {''.join(f'w{k}, ' for k in range(len(inputs)))}= ins"]
         for k, (op, kind, name, fn, operands, results, quant, fold) in enumerate(chain):
+            if results[0] in same:  # computed already, by an earlier op of the chain
+                continue
             fp = self.fast[id(op)]
+            operands = tuple(same.get(v, v) for v in operands)
             args = "".join(f"u{v}, " if v in made else f"w{inputs.index(v)}{'[s]' if ranks[v] else ''}, "
                            for v in operands)
             rows = None if _chains.member(op, fp, ELEMENTWISE) else _chains.by_rows(op, fp)
             ns[f"f{k}"] = fp.call if rows is None else rows[1]
-            into = next((v for v in operands if fp.out and last.get(v) == k and v not in outs
+            into = next((v for v in operands if fp.out and last.get(v) == k and v not in kept
                          and computed.get(v) == op.result_types[0].dtype), None)
             extra = "z" if op.name == "stablehlo.broadcast_in_dim" and rows is not None else (
                 "" if into is None else f"out=u{into}")
             lines.append(f"    u{results[0]} = f{k}({args}{extra})")
-            dead = [f"u{v}" for v in dict.fromkeys(operands) if last.get(v) == k and v not in outs and v != into]
+            dead = [f"u{v}" for v in dict.fromkeys(operands) if last.get(v) == k and v not in kept and v != into]
             if dead:
                 lines.append(f"    {' = '.join(dead + ['None'])}")
-        src = "\n".join(["def body(ins, s, z):", *lines, f"    return ({''.join(f'u{v}, ' for v in outs)})"])
+        src = "\n".join(["def body(ins, s, z):", *lines,
+                         f"    return ({''.join(f'u{same.get(v, v)}, ' for v in outs)})"])
         types = {step[5][0]: step[0].result_types[0] for step in chain}
         key = f"K{len(self.ns)}"
         reduced = tuple(inputs.index(step[4][0]) for step in chain
@@ -563,6 +570,27 @@ class _Plan:
         release = [v for v in release if v not in self.consts]
         if release:
             code.append(" = ".join([f"v{v}" for v in release] + ["None"]))
+
+    def _same_in_chain(self, chain: list) -> dict[int, int]:
+        """Results of a chain's ops (element-wise ops, reductions of rows and their broadcasts:
+        pure) that an earlier op of the chain computes already: the same op, attributes and
+        result type on the same operands (after these replacements) -> that op's result. In the
+        chain's function the later op is not computed again and its readers read the earlier
+        result (layernorm_gelu's row means broadcast twice and ``x - mean`` computed twice, an
+        erf-GELU's ``x * x`` and ``abs(x)``, as exported). Run one by one, the chain computes
+        both, as without chains: the same calls on the same values, so the same bits."""
+        same: dict[int, int] = {}
+        first: dict[tuple, int] = {}
+        for op, _kind, _name, _fn, operands, results, _quant, _fold in chain:
+            if len(results) != 1:
+                continue
+            key = (op.name, repr(sorted(op.attrs.items())), tuple(str(t) for t in op.result_types),
+                   tuple(same.get(v, v) for v in operands))
+            if key in first:
+                same[results[0]] = first[key]
+            else:
+                first[key] = results[0]
+        return same
 
     def _emit_group(self, group: list, release, code: list[str]) -> None:
         """The products of a group (:meth:`_groups`) computed at once, the largest first (the
