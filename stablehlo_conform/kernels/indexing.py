@@ -118,6 +118,22 @@ def _gather_numbers(dn) -> dict:
     )
 
 
+def _whole_rows(oshape: tuple, ishape: tuple, ivd: int, window_dims: tuple, other: tuple) -> tuple | None:
+    """The batch shape of the indices of a gather or scatter of whole rows of an operand of shape
+    ``oshape`` (one index each: an index vector of size 1 at ``ivd``, or an implicit one past the
+    indices' last axis), where the window dimensions of ``other`` (the gather's result, the
+    scatter's updates: ``window_dims``) follow its batch dimensions and hold one whole row of the
+    operand, ``other`` being of shape ``batch + oshape[1:]``; None otherwise (the dimension
+    numbers' other fields are the caller's to check)."""
+    if not oshape or (ivd < len(ishape) and ishape[ivd] != 1):
+        return None
+    batch = ishape[:ivd] + ishape[ivd + 1:] if ivd < len(ishape) else ishape
+    nb = len(batch)
+    if window_dims != tuple(range(nb, nb + len(oshape) - 1)) or other != batch + oshape[1:]:
+        return None
+    return batch
+
+
 def _fast_gather(op):
     """``gather`` of whole rows (an embedding look-up): one start index into dimension 0,
     collapsed, every other dimension sliced whole and placed last in operand order, no batching
@@ -129,14 +145,10 @@ def _fast_gather(op):
         return None
     oshape, ishape = (tuple(t.shape) for t in op.operand_types)
     dn = _gather_numbers(op.attr("dimension_numbers"))
-    ivd = dn["index_vector_dim"]
-    batch = ishape[:ivd] + ishape[ivd + 1:] if ivd < len(ishape) else ishape
+    batch = _whole_rows(oshape, ishape, dn["index_vector_dim"], dn["offset_dims"], types[2])
     sizes = tuple(int(s) for s in np.asarray(op.attr("slice_sizes")).reshape(-1))
-    nb = len(batch)
-    if (dn["operand_batching_dims"] or dn["start_index_map"] != (0,) or dn["collapsed_slice_dims"] != (0,)
-            or (ivd < len(ishape) and ishape[ivd] != 1) or not oshape or 0 in oshape
-            or sizes != (1,) + oshape[1:] or dn["offset_dims"] != tuple(range(nb, nb + len(oshape) - 1))
-            or types[2] != batch + oshape[1:]):
+    if (batch is None or dn["operand_batching_dims"] or dn["start_index_map"] != (0,)
+            or dn["collapsed_slice_dims"] != (0,) or 0 in oshape or sizes != (1,) + oshape[1:]):
         return None
     hi = oshape[0] - 1
 
@@ -367,12 +379,9 @@ def _fast_scatter(op):
         return None
     oshape, ishape, ushape = (tuple(t.shape) for t in op.operand_types)
     dn = _scatter_numbers(op.attr("scatter_dimension_numbers"))
-    ivd = dn["index_vector_dim"]
-    batch = ishape[:ivd] + ishape[ivd + 1:] if ivd < len(ishape) else ishape
-    nb = len(batch)
-    if (dn["input_batching_dims"] or dn["scatter_dims_to_operand_dims"] != (0,) or dn["inserted_window_dims"] != (0,)
-            or (ivd < len(ishape) and ishape[ivd] != 1) or not oshape
-            or dn["update_window_dims"] != tuple(range(nb, nb + len(oshape) - 1)) or ushape != batch + oshape[1:]):
+    batch = _whole_rows(oshape, ishape, dn["index_vector_dim"], dn["update_window_dims"], ushape)
+    if (batch is None or dn["input_batching_dims"] or dn["scatter_dims_to_operand_dims"] != (0,)
+            or dn["inserted_window_dims"] != (0,)):
         return None
     n, row = oshape[0], oshape[1:]
 
